@@ -1,1 +1,54 @@
-//! coral-score
+//! Scoring kernels for Coral: dot/cosine, bitmap and set Jaccard, time decay, weighted fusion,
+//! a bounded top-k and the one-pass pool [`scan`] that ties them together, plus reciprocal-rank
+//! fusion.
+//!
+//! This crate does no I/O and knows nothing of items, text or storage: callers hand it
+//! contiguous arrays indexed by row number and get row numbers back.
+//!
+//! ```
+//! use coral_score::{Bitmap, Pool, Query, Weights, scan};
+//!
+//! let vectors = [1.0, 0.0, /* row 1 */ 0.0, 1.0];
+//! let mut bitmaps: [Bitmap; 2] = [[0; 32]; 2];
+//! bitmaps[1][0] = 0b11;
+//! let pool = Pool {
+//!     dim: 2,
+//!     vectors: &vectors,
+//!     bitmaps: &bitmaps,
+//!     timestamps: &[1_000.0, 1_000.0],
+//!     tiebreak: &[0, 1],
+//! };
+//! let mut query_bitmap: Bitmap = [0; 32];
+//! query_bitmap[0] = 0b01;
+//! let query = Query {
+//!     vector: Some(&[0.0, 1.0]),
+//!     bitmap: &query_bitmap,
+//!     now: 1_000.0,
+//!     tau_days: 7.0,
+//!     weights: Weights::default(),
+//!     min_score: 0.0,
+//!     k: 5,
+//!     allow: None,
+//!     boost: None,
+//! };
+//! let hits = scan(&pool, &query);
+//! assert_eq!(hits[0].row, 1);
+//! assert!((hits[0].score - (0.6 * 1.0 + 0.2 * 0.5 + 0.2 * 1.0)).abs() < 1e-9);
+//! assert_eq!(hits.len(), 2);
+//! ```
+
+mod decay;
+mod dot;
+mod jaccard;
+mod rrf;
+mod scan;
+mod topk;
+mod weights;
+
+pub use decay::time_decay;
+pub use dot::{cosine, dot};
+pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard, set_jaccard_sorted};
+pub use rrf::rrf;
+pub use scan::{PARALLEL_THRESHOLD, Pool, Query, scan};
+pub use topk::{Scored, TopK};
+pub use weights::Weights;

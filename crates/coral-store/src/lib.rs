@@ -1,1 +1,58 @@
-//! coral-store
+//! Durable, tiered storage for Coral's memories.
+//!
+//! A data directory holds the files of the original Python Coral (`coral_warm.json`,
+//! `coral_cold.jsonl`, `coral_vectors.npy`, `coral_vector_index.json`) plus Coral's own
+//! `coral_hot.json`, the write-ahead journal `coral_wal.jsonl`, the archive and a lock file.
+//! Every mutation is a [`Record`] appended to the journal before it is applied, so nothing
+//! acknowledged is lost when the process is killed; [`Store::checkpoint`] folds the journal back
+//! into the compatible files atomically.
+//!
+//! The store knows items, tiers and vectors. It does not know how text is tokenised or embedded
+//! (the caller passes a feature function), nor any retrieval or lifecycle policy.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use coral_store::{Item, Record, Store, StoreOptions, StorePaths, SyncPolicy, Tier};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let options = StoreOptions {
+//!     dim: 2,
+//!     sync: SyncPolicy::Never,
+//!     wal_max_bytes: 1 << 20,
+//!     features: Arc::new(|_: &str| [0u64; 32]),
+//! };
+//! let mut store = Store::open(StorePaths::in_dir(dir.path()), options.clone())?;
+//! let item = Item {
+//!     item_id: "0123456789abcdef".into(),
+//!     content: "the user likes iced lattes".into(),
+//!     timestamp: 1.0e9,
+//!     last_access: 1.0e9,
+//!     token_count: 6,
+//!     access_count: 1,
+//!     importance: 0.5,
+//!     project: None,
+//!     extra: Default::default(),
+//! };
+//! store.commit(vec![Record::Put { tier: Tier::Hot, item, vector: vec![0.6, 0.8] }])?;
+//! drop(store); // no checkpoint: the journal alone keeps the item
+//! let store = Store::open(StorePaths::in_dir(dir.path()), options)?;
+//! assert_eq!(store.counts().hot, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod files;
+mod item;
+mod journal;
+mod lock;
+pub mod npy;
+mod pool;
+mod store;
+
+pub use error::{Error, Result};
+pub use files::{Skipped, StorePaths, read_item_lines, write_atomic};
+pub use item::{Item, PythonCompact, Tier, to_python_line};
+pub use journal::{Damage, Record, Scan, SyncPolicy, scan as scan_journal};
+pub use lock::DirLock;
+pub use pool::{FeatureFn, Pool, tiebreak_key};
+pub use store::{Repair, Snapshot, Store, StoreOptions, TierCounts};

@@ -1,0 +1,142 @@
+//! Jaccard similarity over 2048-bit token bitmaps and over sorted token-hash sets.
+
+/// Number of `u64` words in a [`Bitmap`].
+pub const BITMAP_WORDS: usize = 32;
+
+/// A 2048-bit token map: bit `h % 2048` is set for every token hash `h`; bit `i` lives in word
+/// `i / 64` at position `i % 64` (least significant bit first).
+pub type Bitmap = [u64; BITMAP_WORDS];
+
+/// Jaccard similarity of two bitmaps: `popcount(a & b) / popcount(a | b)`, `0.0` when both are
+/// empty. Always in `[0, 1]`.
+///
+/// ```
+/// let mut a = [0u64; coral_score::BITMAP_WORDS];
+/// let mut b = a;
+/// a[0] = 0b0111;
+/// b[0] = 0b1110;
+/// assert_eq!(coral_score::bitmap_jaccard(&a, &b), 0.5);
+/// ```
+pub fn bitmap_jaccard(a: &Bitmap, b: &Bitmap) -> f64 {
+    let mut inter = 0u32;
+    let mut union = 0u32;
+    for (x, y) in a.iter().zip(b) {
+        inter += (x & y).count_ones();
+        union += (x | y).count_ones();
+    }
+    ratio(inter as usize, union as usize)
+}
+
+/// Jaccard similarity `|A ∩ B| / |A ∪ B|` of two sets given as sorted, de-duplicated slices,
+/// `0.0` when both are empty.
+///
+/// Unsorted or duplicated input gives a meaningless value, but still one in `[0, 1]`.
+///
+/// ```
+/// assert_eq!(coral_score::set_jaccard_sorted(&[1, 2, 3], &[2, 3, 4]), 0.5);
+/// assert_eq!(coral_score::set_jaccard_sorted(&[], &[]), 0.0);
+/// ```
+pub fn set_jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut inter) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    ratio(inter, a.len() + b.len() - inter)
+}
+
+fn ratio(inter: usize, union: usize) -> f64 {
+    if union == 0 {
+        0.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bitmap(bits: &[usize]) -> Bitmap {
+        let mut map = [0u64; BITMAP_WORDS];
+        for &bit in bits {
+            map[bit / 64] |= 1 << (bit % 64);
+        }
+        map
+    }
+
+    fn check_bitmap(a: &[usize], b: &[usize], expected: f64) {
+        let got = bitmap_jaccard(&bitmap(a), &bitmap(b));
+        assert_eq!(got, expected, "bitmap_jaccard({a:?}, {b:?})");
+    }
+
+    fn check_set(a: &[u64], b: &[u64], expected: f64) {
+        assert_eq!(set_jaccard_sorted(a, b), expected, "set_jaccard_sorted({a:?}, {b:?})");
+        assert_eq!(set_jaccard_sorted(b, a), expected, "set_jaccard_sorted({b:?}, {a:?})");
+    }
+
+    #[test]
+    fn bitmap_cases() {
+        check_bitmap(&[], &[], 0.0);
+        check_bitmap(&[5], &[], 0.0);
+        check_bitmap(&[0, 2047], &[0, 2047], 1.0);
+        check_bitmap(&[0, 64, 128], &[64], 1.0 / 3.0);
+        check_bitmap(&[63, 64], &[64, 65], 1.0 / 3.0);
+    }
+
+    #[test]
+    fn set_cases() {
+        check_set(&[], &[], 0.0);
+        check_set(&[1], &[], 0.0);
+        check_set(&[1, 2], &[1, 2], 1.0);
+        check_set(&[1, 3, 5, 7], &[3, 4, 5], 2.0 / 5.0);
+        check_set(&[u64::MAX], &[0, u64::MAX], 0.5);
+    }
+
+    fn sorted_set() -> impl Strategy<Value = Vec<u64>> {
+        proptest::collection::btree_set(0u64..64, 0..24).prop_map(|s| s.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn bitmap_jaccard_in_unit_range(
+            a in proptest::array::uniform32(any::<u64>()),
+            b in proptest::array::uniform32(any::<u64>()),
+        ) {
+            let j = bitmap_jaccard(&a, &b);
+            prop_assert!((0.0..=1.0).contains(&j));
+            prop_assert_eq!(j, bitmap_jaccard(&b, &a));
+            let self_j = bitmap_jaccard(&a, &a);
+            prop_assert_eq!(self_j, if a.iter().all(|&w| w == 0) { 0.0 } else { 1.0 });
+        }
+
+        #[test]
+        fn set_jaccard_symmetric_and_in_range(a in sorted_set(), b in sorted_set()) {
+            let j = set_jaccard_sorted(&a, &b);
+            prop_assert!((0.0..=1.0).contains(&j));
+            prop_assert_eq!(j, set_jaccard_sorted(&b, &a));
+        }
+
+        #[test]
+        fn set_and_bitmap_agree_without_collisions(a in sorted_set(), b in sorted_set()) {
+            let bits = |s: &[u64]| bitmap(&s.iter().map(|&x| x as usize * 31).collect::<Vec<_>>());
+            prop_assert_eq!(set_jaccard_sorted(&a, &b), bitmap_jaccard(&bits(&a), &bits(&b)));
+        }
+
+        #[test]
+        fn set_jaccard_never_panics_on_unsorted(
+            a in proptest::collection::vec(0u64..8, 0..12),
+            b in proptest::collection::vec(0u64..8, 0..12),
+        ) {
+            prop_assert!((0.0..=1.0).contains(&set_jaccard_sorted(&a, &b)));
+        }
+    }
+}

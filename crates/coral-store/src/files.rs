@@ -1,0 +1,332 @@
+//! The compatible data files: where they are, how they are read leniently and written atomically.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::value::RawValue;
+
+use crate::error::{Error, IoContext, Result};
+use crate::item::{Item, to_python_line};
+
+/// Where each file of a data directory lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorePaths {
+    /// The data directory (lock, journal, hot tier and archive live here).
+    pub dir: PathBuf,
+    /// `coral_warm.json`.
+    pub warm: PathBuf,
+    /// `coral_cold.jsonl`.
+    pub cold: PathBuf,
+    /// `coral_vectors.npy`.
+    pub vectors: PathBuf,
+    /// `coral_vector_index.json`.
+    pub index: PathBuf,
+    /// `coral_hot.json`.
+    pub hot: PathBuf,
+    /// `coral_wal.jsonl`.
+    pub wal: PathBuf,
+    /// `coral_archive.jsonl`.
+    pub archive: PathBuf,
+    /// `.coral.lock`.
+    pub lock: PathBuf,
+}
+
+impl StorePaths {
+    /// Every file at its default name inside `dir`.
+    pub fn in_dir(dir: impl Into<PathBuf>) -> StorePaths {
+        let dir = dir.into();
+        StorePaths {
+            warm: dir.join("coral_warm.json"),
+            cold: dir.join("coral_cold.jsonl"),
+            vectors: dir.join("coral_vectors.npy"),
+            index: dir.join("coral_vector_index.json"),
+            hot: dir.join("coral_hot.json"),
+            wal: dir.join("coral_wal.jsonl"),
+            archive: dir.join("coral_archive.jsonl"),
+            lock: dir.join(".coral.lock"),
+            dir,
+        }
+    }
+
+    /// The data files with a short label each, for disk-usage reports.
+    pub fn data_files(&self) -> [(&'static str, &Path); 7] {
+        [
+            ("hot", &self.hot),
+            ("warm", &self.warm),
+            ("cold", &self.cold),
+            ("vectors", &self.vectors),
+            ("vector_index", &self.index),
+            ("journal", &self.wal),
+            ("archive", &self.archive),
+        ]
+    }
+}
+
+/// Write `bytes` to `path` atomically: temp file in the same directory, fsync, rename, fsync the
+/// directory. A crash leaves either the old file or the new one, never a mix.
+pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp).at(&tmp)?;
+        f.write_all(bytes).at(&tmp)?;
+        if sync {
+            f.sync_all().at(&tmp)?;
+        }
+        std::fs::rename(&tmp, path).at(path)?;
+        if sync {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// fsync a directory so that renames in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// A line or array element that did not parse: kept verbatim and written back unchanged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line (for arrays: the line where the element starts).
+    pub line: usize,
+    /// Why it was skipped.
+    pub reason: String,
+    /// The exact bytes.
+    pub raw: Vec<u8>,
+}
+
+/// Items read from one file plus what was skipped.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Parsed items in file order.
+    pub items: Vec<Item>,
+    /// Unparseable entries, kept for rewrite.
+    pub skipped: Vec<Skipped>,
+}
+
+fn line_of(bytes: &[u8], offset: usize) -> usize {
+    1 + bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count()
+}
+
+/// Read a JSON array of items (`coral_warm.json`, `coral_hot.json`). A missing file is empty;
+/// a file that is not a JSON array at all is an error (rather than overwriting it later);
+/// elements that are not valid items are skipped and kept.
+pub fn read_item_array(path: &Path) -> Result<Loaded> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+        Err(e) => return Err(e).at(path),
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Loaded::default());
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|e| Error::Corrupted {
+        path: path.to_path_buf(),
+        line: line_of(&bytes, e.valid_up_to()),
+        detail: "file is not valid UTF-8; fix or move it aside and reopen".into(),
+    })?;
+    let elements: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| Error::Corrupted {
+        path: path.to_path_buf(),
+        line: e.line(),
+        detail: format!("not a JSON array of memory items ({e}); fix or move it aside and reopen"),
+    })?;
+    let mut out = Loaded::default();
+    for raw in elements {
+        let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+        match parse_item(raw.get()) {
+            Ok(item) => out.items.push(item),
+            Err(reason) => out.skipped.push(Skipped {
+                path: path.to_path_buf(),
+                line: line_of(&bytes, offset),
+                reason,
+                raw: raw.get().as_bytes().to_vec(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_item(text: &str) -> std::result::Result<Item, String> {
+    let item: Item = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    item.validate()?;
+    Ok(item)
+}
+
+/// Read a JSON Lines file of items (`coral_cold.jsonl`). Lines that are not valid UTF-8 or not
+/// valid items are skipped and kept. A missing file is empty.
+pub fn read_item_lines(path: &Path) -> Result<Loaded> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+        Err(e) => return Err(e).at(path),
+    };
+    let mut out = Loaded::default();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed = std::str::from_utf8(line)
+            .map_err(|_| "line is not valid UTF-8".to_string())
+            .and_then(parse_item);
+        match parsed {
+            Ok(item) => out.items.push(item),
+            Err(reason) => out.skipped.push(Skipped {
+                path: path.to_path_buf(),
+                line: i + 1,
+                reason,
+                raw: line.to_vec(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Read the vector index: a JSON array of ids. `Ok(None)` when the file does not exist.
+pub fn read_index(path: &Path) -> Result<Option<Vec<String>>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at(path),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::Corrupted {
+            path: path.to_path_buf(),
+            line: e.line(),
+            detail: format!("not a JSON array of ids: {e}"),
+        })
+}
+
+/// Encode items as a pretty JSON array, two-space indent, UTF-8 unescaped (the original's
+/// `coral_warm.json` shape). Skipped raw elements are written back after the items.
+pub fn encode_item_array<'a>(
+    items: impl Iterator<Item = &'a Item>,
+    skipped: &[Skipped],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * 1024);
+    let mut first = true;
+    out.push(b'[');
+    for item in items {
+        out.extend_from_slice(if first { b"\n  " } else { b",\n  " });
+        first = false;
+        let mut buf = Vec::new();
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+        let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+        serde::Serialize::serialize(item, &mut ser).expect("serialising to memory cannot fail");
+        // Indent the nested lines one level for their place inside the array.
+        for (i, line) in buf.split(|&b| b == b'\n').enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b"\n  ");
+            }
+            out.extend_from_slice(line);
+        }
+    }
+    for s in skipped {
+        out.extend_from_slice(if first { b"\n  " } else { b",\n  " });
+        first = false;
+        out.extend_from_slice(&s.raw);
+    }
+    if !first {
+        out.push(b'\n');
+    }
+    out.push(b']');
+    out
+}
+
+/// Encode items one per line with Python's separators; skipped raw lines are written first,
+/// unchanged.
+pub fn encode_item_lines<'a>(items: impl Iterator<Item = &'a Item>, skipped: &[Skipped]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256 * 1024);
+    for s in skipped {
+        out.extend_from_slice(&s.raw);
+        out.push(b'\n');
+    }
+    for item in items {
+        to_python_line(item, &mut out);
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Encode the vector index.
+pub fn encode_index<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<u8> {
+    let ids: Vec<&str> = ids.collect();
+    let mut out = Vec::with_capacity(ids.len() * 20 + 2);
+    to_python_line(&ids, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_shape_matches_python_indent_2() {
+        let item: Item = serde_json::from_str(
+            r#"{"item_id":"ab","content":"冰拿铁","timestamp":1.0,"last_access":2.5,"token_count":2,"access_count":1,"importance":0.5}"#,
+        )
+        .unwrap();
+        let text = String::from_utf8(encode_item_array([&item, &item].into_iter(), &[])).unwrap();
+        let expected = "[\n  {\n    \"item_id\": \"ab\",\n    \"content\": \"冰拿铁\",\n    \"timestamp\": 1.0,\n    \"last_access\": 2.5,\n    \"token_count\": 2,\n    \"access_count\": 1,\n    \"importance\": 0.5\n  },\n  {\n    \"item_id\": \"ab\",\n    \"content\": \"冰拿铁\",\n    \"timestamp\": 1.0,\n    \"last_access\": 2.5,\n    \"token_count\": 2,\n    \"access_count\": 1,\n    \"importance\": 0.5\n  }\n]";
+        assert_eq!(text, expected);
+        assert_eq!(encode_item_array([].into_iter(), &[]), b"[]");
+        assert_eq!(encode_index(["a", "b"].into_iter()), br#"["a", "b"]"#);
+    }
+
+    #[test]
+    fn bad_elements_and_lines_are_kept_verbatim() {
+        let dir = tempfile::tempdir().unwrap();
+        let warm = dir.path().join("w.json");
+        std::fs::write(
+            &warm,
+            "[\n {\"item_id\": \"a\", \"content\": \"ok\", \"timestamp\": 1},\n {\"oops\": true}\n]",
+        )
+        .unwrap();
+        let loaded = read_item_array(&warm).unwrap();
+        assert_eq!(loaded.items.len(), 1);
+        assert_eq!(loaded.skipped.len(), 1);
+        assert_eq!(loaded.skipped[0].line, 3);
+        assert_eq!(loaded.skipped[0].raw, br#"{"oops": true}"#);
+
+        let cold = dir.path().join("c.jsonl");
+        let mut bytes = b"{\"item_id\": \"a\", \"content\": \"ok\", \"timestamp\": 1}\n".to_vec();
+        bytes.extend_from_slice(b"\xff\xfe not utf8\n{\"item_id\": \"b\", \"content\": \"  \", \"timestamp\": 1}\n");
+        std::fs::write(&cold, &bytes).unwrap();
+        let loaded = read_item_lines(&cold).unwrap();
+        assert_eq!(loaded.items.len(), 1);
+        assert_eq!(
+            loaded.skipped.iter().map(|s| s.line).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        assert!(loaded.skipped[1].reason.contains("empty content"));
+        let rewritten = encode_item_lines(loaded.items.iter(), &loaded.skipped);
+        assert!(rewritten.starts_with(b"\xff\xfe not utf8\n"));
+
+        std::fs::write(&warm, "{\"not\": \"an array\"}").unwrap();
+        let err = read_item_array(&warm).unwrap_err();
+        assert!(matches!(err, Error::Corrupted { .. }), "{err}");
+        std::fs::write(&warm, b"[\xff]").unwrap();
+        assert!(read_item_array(&warm).unwrap_err().to_string().contains("UTF-8"));
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.json");
+        write_atomic(&p, b"one", true).unwrap();
+        write_atomic(&p, b"two", false).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,313 @@
+//! The in-memory pool: every live item in dense, row-numbered, contiguous arrays.
+//!
+//! Rows are dense (a removal moves the last row into the hole), so the scoring pass reads one
+//! vector matrix, one bitmap array and one timestamp array with no gaps. Row numbers are only
+//! stable until the next removal; ids are the durable handle.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use crate::item::{Item, Tier};
+
+/// Computes an item's 2048-bit token map from its content. The store keeps the result next to
+/// the vector and never interprets it.
+pub type FeatureFn = Arc<dyn Fn(&str) -> [u64; 32] + Send + Sync>;
+
+/// Dense arrays of the live items.
+pub struct Pool {
+    dim: usize,
+    items: Vec<Item>,
+    tiers: Vec<Tier>,
+    vectors: Vec<f32>,
+    bitmaps: Vec<[u64; 32]>,
+    timestamps: Vec<f64>,
+    tiebreaks: Vec<u64>,
+    index: HashMap<String, u32>,
+    tier_rows: [RoaringBitmap; 3],
+    missing_vectors: RoaringBitmap,
+    features: FeatureFn,
+}
+
+/// The tie-break key of an id: its value as hex when it is 16 hex digits (Coral's ids, so that
+/// ordering by key is ordering by id), otherwise the FNV-1a hash of its bytes (stable, but not
+/// alphabetical).
+pub fn tiebreak_key(id: &str) -> u64 {
+    if id.len() == 16 {
+        if let Ok(v) = u64::from_str_radix(id, 16) {
+            return v;
+        }
+    }
+    id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Pool {
+    /// An empty pool for vectors of `dim`.
+    pub fn new(dim: usize, features: FeatureFn) -> Pool {
+        Pool {
+            dim,
+            items: Vec::new(),
+            tiers: Vec::new(),
+            vectors: Vec::new(),
+            bitmaps: Vec::new(),
+            timestamps: Vec::new(),
+            tiebreaks: Vec::new(),
+            index: HashMap::new(),
+            tier_rows: Default::default(),
+            missing_vectors: RoaringBitmap::new(),
+            features,
+        }
+    }
+
+    /// Vector dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Live items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// No live items.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Row of an id.
+    pub fn row(&self, id: &str) -> Option<u32> {
+        self.index.get(id).copied()
+    }
+
+    /// Item at a row.
+    pub fn item(&self, row: u32) -> &Item {
+        &self.items[row as usize]
+    }
+
+    /// Tier of a row.
+    pub fn tier(&self, row: u32) -> Tier {
+        self.tiers[row as usize]
+    }
+
+    /// Vector of a row (zeros when missing).
+    pub fn vector(&self, row: u32) -> &[f32] {
+        let r = row as usize;
+        &self.vectors[r * self.dim..(r + 1) * self.dim]
+    }
+
+    /// All items, row order.
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// Row-major vector matrix.
+    pub fn vectors(&self) -> &[f32] {
+        &self.vectors
+    }
+
+    /// Token bitmaps by row.
+    pub fn bitmaps(&self) -> &[[u64; 32]] {
+        &self.bitmaps
+    }
+
+    /// Creation times by row.
+    pub fn timestamps(&self) -> &[f64] {
+        &self.timestamps
+    }
+
+    /// Tie-break keys by row (see [`tiebreak_key`]).
+    pub fn tiebreaks(&self) -> &[u64] {
+        &self.tiebreaks
+    }
+
+    /// Rows of one tier.
+    pub fn tier_rows(&self, tier: Tier) -> &RoaringBitmap {
+        &self.tier_rows[tier.index()]
+    }
+
+    /// Number of items in a tier.
+    pub fn tier_len(&self, tier: Tier) -> usize {
+        self.tier_rows[tier.index()].len() as usize
+    }
+
+    /// Rows whose vector is missing or unusable (zeros until set).
+    pub fn missing_vectors(&self) -> &RoaringBitmap {
+        &self.missing_vectors
+    }
+
+    /// Insert or replace. An empty `vector` (or one of the wrong dim) marks it missing.
+    pub fn upsert(&mut self, tier: Tier, item: Item, vector: &[f32]) -> u32 {
+        let bitmap = (self.features)(&item.content);
+        self.upsert_with_bitmap(tier, item, vector, bitmap)
+    }
+
+    pub(crate) fn upsert_with_bitmap(
+        &mut self,
+        tier: Tier,
+        item: Item,
+        vector: &[f32],
+        bitmap: [u64; 32],
+    ) -> u32 {
+        let usable = vector.len() == self.dim;
+        if let Some(row) = self.row(&item.item_id) {
+            let r = row as usize;
+            self.tier_rows[self.tiers[r].index()].remove(row);
+            self.tier_rows[tier.index()].insert(row);
+            self.tiers[r] = tier;
+            self.timestamps[r] = item.timestamp;
+            self.bitmaps[r] = bitmap;
+            self.items[r] = item;
+            let slot = &mut self.vectors[r * self.dim..(r + 1) * self.dim];
+            if usable {
+                slot.copy_from_slice(vector);
+                self.missing_vectors.remove(row);
+            } else {
+                slot.fill(0.0);
+                self.missing_vectors.insert(row);
+            }
+            return row;
+        }
+        let row = self.items.len() as u32;
+        self.index.insert(item.item_id.clone(), row);
+        self.tiebreaks.push(tiebreak_key(&item.item_id));
+        self.timestamps.push(item.timestamp);
+        self.bitmaps.push(bitmap);
+        self.tiers.push(tier);
+        self.tier_rows[tier.index()].insert(row);
+        if usable {
+            self.vectors.extend_from_slice(vector);
+        } else {
+            self.vectors.resize(self.vectors.len() + self.dim, 0.0);
+            self.missing_vectors.insert(row);
+        }
+        self.items.push(item);
+        row
+    }
+
+    /// Remove by id, returning the item and its tier.
+    pub fn remove(&mut self, id: &str) -> Option<(Item, Tier)> {
+        let row = self.index.remove(id)?;
+        let r = row as usize;
+        let last = (self.items.len() - 1) as u32;
+        let tier = self.tiers[r];
+        self.tier_rows[tier.index()].remove(row);
+        self.missing_vectors.remove(row);
+        if row != last {
+            let last_tier = self.tiers[last as usize];
+            self.tier_rows[last_tier.index()].remove(last);
+            self.tier_rows[last_tier.index()].insert(row);
+            if self.missing_vectors.remove(last) {
+                self.missing_vectors.insert(row);
+            }
+            let (d, l) = (self.dim, last as usize);
+            self.vectors.copy_within(l * d..(l + 1) * d, r * d);
+            let moved_id = self.items[l].item_id.clone();
+            self.index.insert(moved_id, row);
+        }
+        self.vectors.truncate(self.vectors.len() - self.dim);
+        self.tiers.swap_remove(r);
+        self.bitmaps.swap_remove(r);
+        self.timestamps.swap_remove(r);
+        self.tiebreaks.swap_remove(r);
+        let item = self.items.swap_remove(r);
+        Some((item, tier))
+    }
+
+    /// Move a row to another tier.
+    pub fn set_tier(&mut self, row: u32, tier: Tier) {
+        let r = row as usize;
+        self.tier_rows[self.tiers[r].index()].remove(row);
+        self.tier_rows[tier.index()].insert(row);
+        self.tiers[r] = tier;
+    }
+
+    /// Mutable access to an item's counters. Content and id must not change through this.
+    pub fn item_mut(&mut self, row: u32) -> &mut Item {
+        &mut self.items[row as usize]
+    }
+
+    /// Fill in a vector (after recomputing a missing one).
+    pub fn set_vector(&mut self, row: u32, vector: &[f32]) -> bool {
+        if vector.len() != self.dim {
+            return false;
+        }
+        let r = row as usize;
+        self.vectors[r * self.dim..(r + 1) * self.dim].copy_from_slice(vector);
+        self.missing_vectors.remove(row);
+        true
+    }
+
+    /// Bulk-load items (no duplicates) with optional vectors, computing bitmaps in parallel.
+    pub(crate) fn bulk_load(&mut self, entries: Vec<(Tier, Item, Option<&[f32]>)>) {
+        use rayon::prelude::*;
+        let features = Arc::clone(&self.features);
+        let bitmaps: Vec<[u64; 32]> = entries
+            .par_iter()
+            .map(|(_, item, _)| features(&item.content))
+            .collect();
+        self.items.reserve(entries.len());
+        self.vectors.reserve(entries.len() * self.dim);
+        for ((tier, item, vector), bitmap) in entries.into_iter().zip(bitmaps) {
+            self.upsert_with_bitmap(tier, item, vector.unwrap_or(&[]), bitmap);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str, ts: f64) -> Item {
+        Item {
+            item_id: id.into(),
+            content: format!("text {id}"),
+            timestamp: ts,
+            last_access: ts,
+            token_count: 1,
+            access_count: 1,
+            importance: 0.5,
+            project: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn swap_remove_keeps_every_array_aligned() {
+        let f: FeatureFn = Arc::new(|s: &str| {
+            let mut b = [0u64; 32];
+            b[0] = s.len() as u64;
+            b
+        });
+        let mut pool = Pool::new(2, f);
+        pool.upsert(Tier::Hot, item("a", 1.0), &[1.0, 1.0]);
+        pool.upsert(Tier::Warm, item("b", 2.0), &[]);
+        pool.upsert(Tier::Cold, item("cc", 3.0), &[3.0, 3.0]);
+        assert!(pool.missing_vectors().contains(1));
+        pool.remove("a").unwrap();
+        let row = pool.row("cc").unwrap();
+        assert_eq!(row, 0);
+        assert_eq!(pool.vector(row), &[3.0, 3.0]);
+        assert_eq!(pool.tier(row), Tier::Cold);
+        assert_eq!(pool.timestamps()[0], 3.0);
+        assert_eq!(pool.bitmaps()[0][0], 7);
+        assert!(pool.tier_rows(Tier::Cold).contains(0));
+        assert_eq!(pool.tier_len(Tier::Hot), 0);
+        assert!(pool.missing_vectors().contains(pool.row("b").unwrap()));
+        pool.remove("b").unwrap();
+        assert!(pool.missing_vectors().is_empty());
+        assert_eq!(pool.len(), 1);
+        assert_eq!(pool.vectors().len(), 2);
+    }
+
+    #[test]
+    fn tiebreak_orders_hex_ids_like_strings() {
+        let mut ids = ["ffff000000000000", "0123456789abcdef", "00000000000000ff"];
+        let mut by_key = ids;
+        ids.sort();
+        by_key.sort_by_key(|id| tiebreak_key(id));
+        assert_eq!(ids, by_key);
+    }
+}

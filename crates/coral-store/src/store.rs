@@ -1,0 +1,573 @@
+//! The durable store: open (load, validate, replay, repair), commit records, checkpoint.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::files::{self, Skipped, StorePaths};
+use crate::item::{Item, Tier, to_python_line};
+use crate::journal::{self, Journal, Record, SyncPolicy};
+use crate::lock::DirLock;
+use crate::npy;
+use crate::pool::{FeatureFn, Pool};
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// Vector dimension of the configured embedder.
+    pub dim: usize,
+    /// Journal durability.
+    pub sync: SyncPolicy,
+    /// Checkpoint when the journal grows past this many bytes.
+    pub wal_max_bytes: u64,
+    /// Computes the token bitmap kept next to each vector.
+    pub features: FeatureFn,
+}
+
+/// Damage found and contained while opening.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Repair {
+    /// The damaged file.
+    pub path: PathBuf,
+    /// 1-based line of the first bad record.
+    pub line: usize,
+    /// What was wrong.
+    pub detail: String,
+    /// How many lines were moved aside.
+    pub lines: usize,
+    /// Where they were moved (never deleted).
+    pub quarantine: PathBuf,
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} line {}: {}; {} line(s) moved to {}",
+            self.path.display(),
+            self.line,
+            self.detail,
+            self.lines,
+            self.quarantine.display()
+        )
+    }
+}
+
+/// What the compatible files of a directory hold (without the journal).
+pub struct Snapshot {
+    /// Live items with their tier, duplicates merged, in file order (hot, warm, cold).
+    pub items: Vec<(Tier, Item)>,
+    /// Vectors by id, from the `.npy` + index when they are usable.
+    pub vectors: HashMap<String, usize>,
+    /// The decoded vector matrix (rows referenced by `vectors`).
+    pub matrix: npy::Matrix,
+    /// Entries that did not parse, by tier, kept for rewrite.
+    pub skipped: [Vec<Skipped>; 3],
+    /// Everything worth telling the user about what was found.
+    pub notes: Vec<String>,
+}
+
+impl Snapshot {
+    /// Read the compatible files of a directory (Coral's or the original Python version's).
+    /// Vectors of another dim than `dim`, or an index that does not match the matrix, are
+    /// reported and treated as missing.
+    pub fn read(paths: &StorePaths, dim: usize) -> Result<Snapshot> {
+        let hot = files::read_item_array(&paths.hot)?;
+        let warm = files::read_item_array(&paths.warm)?;
+        let cold = files::read_item_lines(&paths.cold)?;
+        let mut notes = Vec::new();
+        let mut items: Vec<(Tier, Item)> = Vec::new();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut merged = [0usize; 3];
+        for (tier, loaded) in [(Tier::Hot, &hot), (Tier::Warm, &warm), (Tier::Cold, &cold)] {
+            for item in &loaded.items {
+                match seen.get(&item.item_id) {
+                    Some(&i) => {
+                        items[i].1.merge_duplicate(item);
+                        merged[tier.index()] += 1;
+                    }
+                    None => {
+                        seen.insert(item.item_id.clone(), items.len());
+                        items.push((tier, item.clone()));
+                    }
+                }
+            }
+        }
+        for (tier, n) in Tier::ALL.iter().zip(merged) {
+            if n > 0 {
+                notes.push(format!("merged {n} duplicate id(s) found in the {tier} tier"));
+            }
+        }
+        let skipped = [hot.skipped, warm.skipped, cold.skipped];
+        for s in skipped.iter().flatten() {
+            notes.push(format!(
+                "{} line {}: skipped ({}), kept in the file unchanged",
+                s.path.display(),
+                s.line,
+                s.reason
+            ));
+        }
+        let (matrix, vectors) = read_vectors(paths, dim, &seen, &mut notes);
+        Ok(Snapshot {
+            items,
+            vectors,
+            matrix,
+            skipped,
+            notes,
+        })
+    }
+}
+
+fn read_vectors(
+    paths: &StorePaths,
+    dim: usize,
+    live: &HashMap<String, usize>,
+    notes: &mut Vec<String>,
+) -> (npy::Matrix, HashMap<String, usize>) {
+    let none = (npy::Matrix::default(), HashMap::new());
+    let index = match files::read_index(&paths.index) {
+        Ok(Some(ids)) => ids,
+        Ok(None) => {
+            if paths.vectors.exists() {
+                notes.push(format!(
+                    "{} is missing: vectors will be recomputed",
+                    paths.index.display()
+                ));
+            }
+            return none;
+        }
+        Err(e) => {
+            notes.push(format!("{e}: vectors will be recomputed"));
+            return none;
+        }
+    };
+    let matrix = match npy::read(&paths.vectors) {
+        Ok(m) => m,
+        Err(e) => {
+            notes.push(format!("{e}: vectors will be recomputed"));
+            return none;
+        }
+    };
+    if matrix.rows != index.len() {
+        notes.push(format!(
+            "{} lists {} ids but {} holds {} rows: vectors will be recomputed",
+            paths.index.display(),
+            index.len(),
+            paths.vectors.display(),
+            matrix.rows
+        ));
+        return none;
+    }
+    if matrix.rows > 0 && matrix.cols != dim {
+        notes.push(format!(
+            "{} holds vectors of dim {} but the embedder produces dim {dim}: \
+             they were made by another model and will be recomputed",
+            paths.vectors.display(),
+            matrix.cols
+        ));
+        return none;
+    }
+    let mut by_id = HashMap::with_capacity(index.len());
+    let mut orphans = 0;
+    for (row, id) in index.into_iter().enumerate() {
+        if live.contains_key(&id) {
+            by_id.insert(id, row);
+        } else {
+            orphans += 1;
+        }
+    }
+    if orphans > 0 {
+        notes.push(format!(
+            "{orphans} vector(s) in {} belong to no stored item and were dropped",
+            paths.vectors.display()
+        ));
+    }
+    (matrix, by_id)
+}
+
+/// Counts of items per tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierCounts {
+    /// Hot items.
+    pub hot: usize,
+    /// Warm items.
+    pub warm: usize,
+    /// Cold items.
+    pub cold: usize,
+}
+
+/// The durable, tiered memory store of one data directory.
+pub struct Store {
+    paths: StorePaths,
+    options: StoreOptions,
+    _lock: DirLock,
+    journal: Journal,
+    pool: Pool,
+    skipped: [Vec<Skipped>; 3],
+    repairs: Vec<Repair>,
+    notes: Vec<String>,
+}
+
+impl Store {
+    /// Open (creating if needed) the store in `paths`, taking the directory lock, loading the
+    /// compatible files and replaying the journal. Damage is contained and reported in
+    /// [`Store::repairs`] and [`Store::notes`]; a file that cannot be understood at all is an
+    /// error and nothing is changed.
+    pub fn open(paths: StorePaths, options: StoreOptions) -> Result<Store> {
+        if options.dim == 0 {
+            return Err(Error::InvalidInput("vector dim must be at least 1".into()));
+        }
+        std::fs::create_dir_all(&paths.dir).at(&paths.dir)?;
+        let lock = DirLock::acquire(&paths.lock)?;
+        let snapshot = Snapshot::read(&paths, options.dim)?;
+        let mut pool = Pool::new(options.dim, options.features.clone());
+        let Snapshot {
+            items,
+            vectors,
+            matrix,
+            skipped,
+            mut notes,
+        } = snapshot;
+        let entries = items
+            .into_iter()
+            .map(|(tier, item)| {
+                let v = vectors.get(&item.item_id).map(|&r| matrix.row(r));
+                (tier, item, v)
+            })
+            .collect();
+        pool.bulk_load(entries);
+
+        let wal_bytes = match std::fs::read(&paths.wal) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e).at(&paths.wal),
+        };
+        let scan = journal::scan(&wal_bytes);
+        let mut repairs = Vec::new();
+        let mut valid_len = scan.valid_len;
+        if let Some(damage) = &scan.damage {
+            let quarantine = quarantine_path(&paths.wal);
+            files::write_atomic(&quarantine, &wal_bytes[damage.offset..], options.sync.syncs())?;
+            valid_len = damage.offset;
+            let repair = Repair {
+                path: paths.wal.clone(),
+                line: damage.line,
+                detail: damage.detail.clone(),
+                lines: damage.lines,
+                quarantine,
+            };
+            notes.push(format!("journal damaged: {repair}"));
+            repairs.push(repair);
+        }
+        let mut generation = 0;
+        let mut replayed = 0usize;
+        for record in scan.records {
+            if let Record::Begin { generation: g } = record {
+                generation = g;
+            } else {
+                replayed += 1;
+                apply(&mut pool, record);
+            }
+        }
+        if replayed > 0 {
+            notes.push(format!("replayed {replayed} journal record(s)"));
+        }
+        let journal = Journal::open(&paths.wal, valid_len as u64, generation, options.sync)?;
+        Ok(Store {
+            paths,
+            options,
+            _lock: lock,
+            journal,
+            pool,
+            skipped,
+            repairs,
+            notes,
+        })
+    }
+
+    /// The live items and their arrays.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Where the files are.
+    pub fn paths(&self) -> &StorePaths {
+        &self.paths
+    }
+
+    /// Item by id with its tier.
+    pub fn get(&self, id: &str) -> Option<(&Item, Tier)> {
+        self.pool
+            .row(id)
+            .map(|r| (self.pool.item(r), self.pool.tier(r)))
+    }
+
+    /// Items per tier (O(1)).
+    pub fn counts(&self) -> TierCounts {
+        TierCounts {
+            hot: self.pool.tier_len(Tier::Hot),
+            warm: self.pool.tier_len(Tier::Warm),
+            cold: self.pool.tier_len(Tier::Cold),
+        }
+    }
+
+    /// Journal damage contained at open.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
+    }
+
+    /// What open found worth telling (skipped lines, merged duplicates, recomputed vectors).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Entries kept verbatim because they did not parse.
+    pub fn skipped_lines(&self) -> usize {
+        self.skipped.iter().map(Vec::len).sum()
+    }
+
+    /// Bytes in the journal now.
+    pub fn journal_bytes(&self) -> u64 {
+        self.journal.len()
+    }
+
+    /// Checkpoint generation.
+    pub fn generation(&self) -> u64 {
+        self.journal.generation()
+    }
+
+    /// Fill in a recomputed vector for a row whose vector was missing. Not journaled: it is
+    /// derived data and is written with the next checkpoint.
+    pub fn set_vector(&mut self, row: u32, vector: &[f32]) -> bool {
+        self.pool.set_vector(row, vector)
+    }
+
+    /// Journal `records` (one write, durable per the sync policy) and then apply them. Either
+    /// every record is valid and all are applied, or an error is returned and nothing changed.
+    /// Archive records also append the item to the archive file first.
+    pub fn commit(&mut self, records: Vec<Record>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.validate(&records)?;
+        let mut archive = Vec::new();
+        for r in &records {
+            if let Record::Archive {
+                id,
+                reason,
+                summary_id,
+                at,
+            } = r
+            {
+                if let Some(row) = self.pool.row(id) {
+                    let mut entry = self.pool.item(row).clone();
+                    entry.extra.insert("archive_reason".into(), reason.clone().into());
+                    entry.extra.insert("archived_at".into(), (*at).into());
+                    if let Some(s) = summary_id {
+                        entry.extra.insert("summary_id".into(), s.clone().into());
+                    }
+                    to_python_line(&entry, &mut archive);
+                    archive.push(b'\n');
+                }
+            }
+        }
+        if !archive.is_empty() {
+            let path = &self.paths.archive;
+            let mut f = OpenOptions::new().create(true).append(true).open(path).at(path)?;
+            f.write_all(&archive).at(path)?;
+            if self.options.sync == SyncPolicy::Always {
+                f.sync_data().at(path)?;
+            }
+        }
+        self.journal.append(&records)?;
+        for r in records {
+            apply(&mut self.pool, r);
+        }
+        if self.journal.len() > self.options.wal_max_bytes {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    fn validate(&self, records: &[Record]) -> Result<()> {
+        let mut added: Vec<&str> = Vec::new();
+        for r in records {
+            match r {
+                Record::Begin { .. } => {
+                    return Err(Error::InvalidInput(
+                        "begin records are written by the store only".into(),
+                    ));
+                }
+                Record::Put { item, vector, .. } => {
+                    item.validate().map_err(Error::InvalidInput)?;
+                    if !vector.is_empty() && vector.len() != self.options.dim {
+                        return Err(Error::InvalidInput(format!(
+                            "vector of item {} has dim {} but the store holds dim {}",
+                            item.item_id,
+                            vector.len(),
+                            self.options.dim
+                        )));
+                    }
+                    if vector.iter().any(|v| !v.is_finite()) {
+                        return Err(Error::InvalidInput(format!(
+                            "vector of item {} has non-finite values",
+                            item.item_id
+                        )));
+                    }
+                    added.push(&item.item_id);
+                }
+                other => {
+                    let id = other.id().unwrap_or_default();
+                    if self.pool.row(id).is_none() && !added.contains(&id) {
+                        return Err(Error::UnknownId(id.to_string()));
+                    }
+                    match other {
+                        Record::Touch { last_access, .. } if !last_access.is_finite() => {
+                            return Err(Error::InvalidInput(format!(
+                                "last_access {last_access} is not a finite time"
+                            )));
+                        }
+                        Record::Importance { importance, .. }
+                            if !(0.0..=1.0).contains(importance) =>
+                        {
+                            return Err(Error::InvalidInput(format!(
+                                "importance {importance} is outside 0..1"
+                            )));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrite the compatible files from memory (each atomically, files that gain items before
+    /// files that lose them, so a crash at any point leaves every item in at least one file),
+    /// then start a fresh journal. The journal is only reset once every file is durable.
+    pub fn checkpoint(&mut self) -> Result<()> {
+        let sync = self.options.sync.syncs();
+        let pool = &self.pool;
+        let missing = pool.missing_vectors();
+        let dim = pool.dim();
+        let (rows, ids, data): (usize, Vec<&str>, std::borrow::Cow<[f32]>) = if missing.is_empty() {
+            let ids = pool.items().iter().map(|i| i.item_id.as_str()).collect();
+            (pool.len(), ids, std::borrow::Cow::Borrowed(pool.vectors()))
+        } else {
+            let mut ids = Vec::new();
+            let mut data = Vec::new();
+            for row in 0..pool.len() as u32 {
+                if !missing.contains(row) {
+                    ids.push(pool.item(row).item_id.as_str());
+                    data.extend_from_slice(pool.vector(row));
+                }
+            }
+            (ids.len(), ids, std::borrow::Cow::Owned(data))
+        };
+        files::write_atomic(&self.paths.vectors, &npy::encode(rows, dim, &data), sync)?;
+        files::write_atomic(&self.paths.index, &files::encode_index(ids.into_iter()), sync)?;
+        for tier in [Tier::Cold, Tier::Warm, Tier::Hot] {
+            let mut rows: Vec<&Item> = pool.tier_rows(tier).iter().map(|r| pool.item(r)).collect();
+            rows.sort_by(|a, b| {
+                a.timestamp
+                    .total_cmp(&b.timestamp)
+                    .then_with(|| a.item_id.cmp(&b.item_id))
+            });
+            let skipped = &self.skipped[tier.index()];
+            let (path, bytes) = match tier {
+                Tier::Cold => (&self.paths.cold, files::encode_item_lines(rows.into_iter(), skipped)),
+                Tier::Warm => (&self.paths.warm, files::encode_item_array(rows.into_iter(), skipped)),
+                Tier::Hot => (&self.paths.hot, files::encode_item_array(rows.into_iter(), skipped)),
+            };
+            files::write_atomic(path, &bytes, sync)?;
+        }
+        let next = self.journal.generation() + 1;
+        self.journal.reset(next)
+    }
+
+    /// fsync the journal now.
+    pub fn sync(&self) -> Result<()> {
+        self.journal.sync()
+    }
+
+    /// Sizes of the data files in bytes, by label (missing files count 0).
+    pub fn file_sizes(&self) -> Vec<(&'static str, u64)> {
+        self.paths
+            .data_files()
+            .iter()
+            .map(|(label, path)| (*label, std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)))
+            .collect()
+    }
+
+    /// An archived item by id (the latest entry for it), with the archive's extra keys.
+    pub fn archived(&self, id: &str) -> Result<Option<Item>> {
+        let loaded = files::read_item_lines(&self.paths.archive)?;
+        Ok(loaded.items.into_iter().rev().find(|i| i.item_id == id))
+    }
+
+    /// Checkpoint and release the directory.
+    pub fn close(mut self) -> Result<()> {
+        self.checkpoint()
+    }
+}
+
+fn quarantine_path(wal: &Path) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut n = 0;
+    loop {
+        let suffix = if n == 0 {
+            format!("{stamp}.corrupt")
+        } else {
+            format!("{stamp}-{n}.corrupt")
+        };
+        let mut name = wal.as_os_str().to_owned();
+        name.push(".");
+        name.push(suffix);
+        let candidate = PathBuf::from(name);
+        if !candidate.exists() {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+/// Apply one record to the pool. Shared by live commits and replay, so both end in the same
+/// state. Records about ids that are gone are no-ops (a later delete in the same journal
+/// explains them).
+fn apply(pool: &mut Pool, record: Record) {
+    match record {
+        Record::Begin { .. } => {}
+        Record::Put { tier, item, vector } => {
+            pool.upsert(tier, item, &vector);
+        }
+        Record::Touch {
+            id,
+            access_count,
+            last_access,
+        } => {
+            if let Some(row) = pool.row(&id) {
+                let item = pool.item_mut(row);
+                item.access_count = access_count;
+                item.last_access = last_access;
+            }
+        }
+        Record::Importance { id, importance } => {
+            if let Some(row) = pool.row(&id) {
+                pool.item_mut(row).importance = importance;
+            }
+        }
+        Record::Move { id, tier } => {
+            if let Some(row) = pool.row(&id) {
+                pool.set_tier(row, tier);
+            }
+        }
+        Record::Delete { id } | Record::Archive { id, .. } => {
+            pool.remove(&id);
+        }
+    }
+}
