@@ -123,8 +123,14 @@ mod tests {
         check("", &[]);
         check("  ,.!  ", &[]);
         check("a", &["a"]);
-        check("Hello World, hello Coral-Memory v2!", &["hello", "world", "hello", "coral", "memory", "v2"]);
-        check("snake_case x86_64 3.14", &["snake", "case", "x86", "64", "3", "14"]);
+        check(
+            "Hello World, hello Coral-Memory v2!",
+            &["hello", "world", "hello", "coral", "memory", "v2"],
+        );
+        check(
+            "snake_case x86_64 3.14",
+            &["snake", "case", "x86", "64", "3", "14"],
+        );
         check("ALLCAPS", &["allcaps"]);
     }
 
@@ -132,23 +138,61 @@ mod tests {
     fn cjk() {
         check("我", &["我"]);
         check("咖啡偏好", &["咖啡偏好", "咖", "啡", "偏", "好"]);
-        check("中文mixed文本", &["中文mixed文本", "中", "文", "m", "i", "x", "e", "d", "文", "本"]);
+        check(
+            "中文mixed文本",
+            &[
+                "中文mixed文本",
+                "中",
+                "文",
+                "m",
+                "i",
+                "x",
+                "e",
+                "d",
+                "文",
+                "本",
+            ],
+        );
         check("接口 42，在", &["接口", "接", "口", "42", "在"]);
         // Extension B ideograph (U+20000 block) and extension A.
         check("𠀀㐀", &["𠀀㐀", "𠀀", "㐀"]);
         check("カタカナ", &["カタカナ", "カ", "タ", "カ", "ナ"]);
         check("ひらがな", &["ひらがな", "ひ", "ら", "が", "な"]);
-        check("한국어 텍스트", &["한국어", "한", "국", "어", "텍스트", "텍", "스", "트"]);
+        check(
+            "한국어 텍스트",
+            &["한국어", "한", "국", "어", "텍스트", "텍", "스", "트"],
+        );
         // Half-width katakana become full-width under NFKC.
         check("ｶﾀ", &["カタ", "カ", "タ"]);
     }
 
     #[test]
     fn fixes_over_the_original() {
-        check("ＡＢＣ全角１２３ and 中文mixed文本", &[
-            "abc全角123", "a", "b", "c", "全", "角", "1", "2", "3", "and", "中文mixed文本", "中",
-            "文", "m", "i", "x", "e", "d", "文", "本",
-        ]);
+        check(
+            "ＡＢＣ全角１２３ and 中文mixed文本",
+            &[
+                "abc全角123",
+                "a",
+                "b",
+                "c",
+                "全",
+                "角",
+                "1",
+                "2",
+                "3",
+                "and",
+                "中文mixed文本",
+                "中",
+                "文",
+                "m",
+                "i",
+                "x",
+                "e",
+                "d",
+                "文",
+                "本",
+            ],
+        );
         check("Café Ünïcode", &["café", "ünïcode"]);
         // Decomposed input composes under NFKC.
         check("cafe\u{301}", &["café"]);

@@ -1,1 +1,409 @@
-fn main() {}
+//! The `coral` binary: command-line access to a Coral memory (SPEC 10.2).
+//!
+//! Exit codes: 0 ok, 1 runtime error, 2 usage error (bad arguments or input).
+
+mod cli;
+mod time;
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use coral::{Config, Coral, Insert, InsertOptions, SearchOptions};
+use serde_json::json;
+
+use cli::{Cli, Command};
+
+/// An error with the exit code it maps to.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let error = e.into();
+        let code = match error.downcast_ref::<coral::Error>() {
+            Some(coral::Error::InvalidInput(_)) => 2,
+            _ => 1,
+        };
+        Failure { code, error }
+    }
+}
+
+fn usage(msg: impl Into<String>) -> Failure {
+    Failure {
+        code: 2,
+        error: anyhow::anyhow!(msg.into()),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("coral: error: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn open(cli: &Cli) -> Result<Coral, Failure> {
+    let path = Config::resolve_path(cli.config.as_deref());
+    let mut loaded = Config::load(&path)?;
+    if let Some(dir) = &cli.data_dir {
+        loaded.config.data_dir_override = Some(dir.clone());
+    }
+    let coral = Coral::open_loaded(loaded, &path)?;
+    if !cli.quiet {
+        for n in coral.notices() {
+            eprintln!("coral: {n}");
+        }
+    }
+    Ok(coral)
+}
+
+fn print_json(value: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+fn run(cli: &Cli) -> Result<u8, Failure> {
+    match &cli.command {
+        Command::Insert {
+            text,
+            importance,
+            project,
+            at,
+            stdin,
+            jsonl,
+        } => {
+            let coral = open(cli)?;
+            let at = at.as_deref().map(time::parse_time).transpose().map_err(usage)?;
+            if *stdin || *jsonl {
+                if text.is_some() {
+                    return Err(usage("give TEXT or --stdin, not both"));
+                }
+                return insert_stream(&coral, *importance, project.clone(), at, *jsonl);
+            }
+            let Some(text) = text else {
+                return Err(usage("nothing to insert: give TEXT, or --stdin to read lines"));
+            };
+            let outcome = coral.insert_with(
+                text,
+                InsertOptions {
+                    importance: *importance,
+                    project: project.clone(),
+                    timestamp: at,
+                    now: None,
+                },
+            )?;
+            if cli.json {
+                print_json(&insert_json(&outcome));
+            } else if outcome.inserted() {
+                println!("inserted {}", outcome.id());
+            } else {
+                println!("merged into {} (a similar memory already existed)", outcome.id());
+            }
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Search {
+            query,
+            top_k,
+            project,
+            now,
+            full,
+        } => {
+            let coral = open(cli)?;
+            let now = now.as_deref().map(time::parse_time).transpose().map_err(usage)?;
+            let hits = coral.search_with(
+                query,
+                SearchOptions {
+                    top_k: *top_k,
+                    project: project.clone(),
+                    min_score: None,
+                    now,
+                },
+            )?;
+            if cli.json {
+                print_json(&json!({"query": query, "count": hits.len(), "hits": hits}));
+            } else if hits.is_empty() {
+                println!("no memories match");
+            } else {
+                for (i, h) in hits.iter().enumerate() {
+                    let text = if *full {
+                        h.item.content.clone()
+                    } else {
+                        shorten(&h.item.content, 100)
+                    };
+                    println!(
+                        "{:>2}. {:.3}  (vector {:.3}, jaccard {:.3}, time {:.3})  {} [{}]",
+                        i + 1,
+                        h.score,
+                        h.scores.vector,
+                        h.scores.jaccard,
+                        h.scores.time,
+                        h.item.item_id,
+                        h.tier
+                    );
+                    println!("    {text}");
+                }
+            }
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Get { id } => {
+            let coral = open(cli)?;
+            let code = if let Some(m) = coral.get(id) {
+                print_json(&serde_json::to_value(&m)?);
+                0
+            } else if let Some(item) = coral.get_archived(id)? {
+                let mut v = serde_json::to_value(&item)?;
+                v["tier"] = json!("archive");
+                print_json(&v);
+                0
+            } else {
+                eprintln!("coral: no memory with id {id}");
+                1
+            };
+            coral.close()?;
+            Ok(code)
+        }
+        Command::Export => {
+            let coral = open(cli)?;
+            let mut out = std::io::stdout().lock();
+            for m in coral.export() {
+                serde_json::to_writer(&mut out, &m)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()?;
+            drop(out);
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Stats => {
+            let coral = open(cli)?;
+            let stats = coral.stats();
+            let disk = coral.disk_usage();
+            if cli.json {
+                print_json(&json!({"ok": true, "stats": stats, "disk_usage": disk}));
+            } else {
+                println!(
+                    "memories: {} (hot {}, warm {}, cold {}), capacity {}",
+                    stats.total, stats.hot, stats.warm, stats.cold, stats.capacity_threshold
+                );
+                println!(
+                    "vectors: {} × {} dims, embedder {}",
+                    stats.vectors, stats.dim, stats.embedder
+                );
+                println!(
+                    "disk: {} bytes ({} data + {} vectors){}",
+                    disk.total_bytes,
+                    disk.data_bytes,
+                    disk.projected_vector_bytes,
+                    disk.ratio
+                        .map(|r| format!(", {:.0}% of the budget", r * 100.0))
+                        .unwrap_or_default()
+                );
+                println!(
+                    "journal: {} bytes since checkpoint {}",
+                    stats.journal_bytes, stats.generation
+                );
+                if stats.skipped_lines > 0 {
+                    println!("skipped lines kept in files: {}", stats.skipped_lines);
+                }
+                for r in &stats.repairs {
+                    println!("repair: {r}");
+                }
+            }
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Flush => {
+            let coral = open(cli)?;
+            coral.flush()?;
+            if cli.json {
+                print_json(&json!({"flushed": true, "stats": coral.stats()}));
+            } else {
+                println!("checkpoint written (data was already durable in the journal)");
+            }
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Delete { id } => {
+            let coral = open(cli)?;
+            let ok = coral.delete(id)?;
+            if cli.json {
+                print_json(&json!({"ok": ok, "item_id": id}));
+            } else if ok {
+                println!("deleted {id}");
+            } else {
+                eprintln!("coral: no memory with id {id}");
+            }
+            coral.close()?;
+            Ok(if ok { 0 } else { 1 })
+        }
+        Command::Mark { id, importance } => {
+            let coral = open(cli)?;
+            let item = coral.mark_important(id, *importance)?;
+            if cli.json {
+                print_json(&json!({"ok": true, "item_id": id, "importance": item.importance}));
+            } else {
+                println!("{id} importance {}", item.importance);
+            }
+            coral.close()?;
+            Ok(0)
+        }
+        Command::Import { dir } => import(cli, dir),
+    }
+}
+
+fn import(cli: &Cli, dir: &PathBuf) -> Result<u8, Failure> {
+    let coral = open(cli)?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("importing {bar:40} {pos}/{len} items")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    if cli.quiet {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let report = coral.import_python_dir(dir, |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    if cli.json {
+        print_json(&serde_json::to_value(&report)?);
+    } else {
+        println!(
+            "found {} item(s) ({}); imported {}, already present {}, vectors computed {}, \
+             unparseable entries left in the source {}",
+            report.found.values().sum::<usize>(),
+            report
+                .found
+                .iter()
+                .map(|(t, n)| format!("{t} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            report.imported,
+            report.already_present,
+            report.vectors_recomputed,
+            report.skipped_lines
+        );
+        for n in &report.notes {
+            println!("  {n}");
+        }
+    }
+    coral.close()?;
+    Ok(0)
+}
+
+fn insert_json(outcome: &Insert) -> serde_json::Value {
+    json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
+}
+
+/// `insert --stdin`: one memory per line; one JSON acknowledgement line per memory, printed
+/// and flushed only once the memory is durable.
+fn insert_stream(
+    coral: &Coral,
+    importance: f64,
+    project: Option<String>,
+    at: Option<f64>,
+    jsonl: bool,
+) -> Result<u8, Failure> {
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    let mut failures = 0usize;
+    for (n, line) in stdin.split(b'\n').enumerate() {
+        let line = line?;
+        let line_no = n + 1;
+        let result = std::str::from_utf8(&line)
+            .map_err(|_| anyhow::anyhow!("line {line_no} is not valid UTF-8"))
+            .and_then(|text| {
+                let text = text.strip_suffix('\r').unwrap_or(text);
+                if text.trim().is_empty() {
+                    return Ok(None);
+                }
+                let (content, options) = if jsonl {
+                    parse_jsonl(text, importance, project.clone(), at)
+                        .map_err(|e| anyhow::anyhow!("line {line_no}: {e}"))?
+                } else {
+                    (
+                        text.to_string(),
+                        InsertOptions {
+                            importance,
+                            project: project.clone(),
+                            timestamp: at,
+                            now: None,
+                        },
+                    )
+                };
+                Ok(Some(coral.insert_with(&content, options)?))
+            });
+        match result {
+            Ok(None) => continue,
+            Ok(Some(outcome)) => serde_json::to_writer(&mut out, &insert_json(&outcome))?,
+            Err(e) => {
+                failures += 1;
+                serde_json::to_writer(
+                    &mut out,
+                    &json!({"line": line_no, "error": format!("{e:#}")}),
+                )?;
+            }
+        }
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    drop(out);
+    coral.flush()?;
+    if failures > 0 {
+        eprintln!("coral: {failures} line(s) were not inserted (see the error lines)");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn parse_jsonl(
+    text: &str,
+    importance: f64,
+    project: Option<String>,
+    at: Option<f64>,
+) -> anyhow::Result<(String, InsertOptions)> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Line {
+        content: String,
+        importance: Option<f64>,
+        project: Option<String>,
+        timestamp: Option<serde_json::Value>,
+    }
+    let line: Line = serde_json::from_str(text)?;
+    let timestamp = match line.timestamp {
+        None | Some(serde_json::Value::Null) => at,
+        Some(serde_json::Value::Number(n)) => n.as_f64(),
+        Some(serde_json::Value::String(s)) => Some(time::parse_time(&s).map_err(anyhow::Error::msg)?),
+        Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
+    };
+    Ok((
+        line.content,
+        InsertOptions {
+            importance: line.importance.unwrap_or(importance),
+            project: line.project.or(project),
+            timestamp,
+            now: None,
+        },
+    ))
+}
+
+/// Collapse whitespace and cut to `max` chars with an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max {
+        collapsed
+    } else {
+        collapsed.chars().take(max).collect::<String>() + "…"
+    }
+}

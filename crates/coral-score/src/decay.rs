@@ -24,7 +24,7 @@ pub fn time_decay(age_seconds: f64, tau_days: f64) -> f64 {
     if age_seconds <= 0.0 {
         return 1.0;
     }
-    if !(tau_days > 0.0) {
+    if tau_days.is_nan() || tau_days <= 0.0 {
         return 0.0;
     }
     (-age_seconds / (tau_days * SECONDS_PER_DAY)).exp()
@@ -37,7 +37,10 @@ mod tests {
 
     fn check(age: f64, tau: f64, expected: f64) {
         let got = time_decay(age, tau);
-        assert!((got - expected).abs() < 1e-12, "time_decay({age}, {tau}) = {got}, want {expected}");
+        assert!(
+            (got - expected).abs() < 1e-12,
+            "time_decay({age}, {tau}) = {got}, want {expected}"
+        );
     }
 
     #[test]

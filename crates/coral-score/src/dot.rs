@@ -74,7 +74,10 @@ mod tests {
 
     fn check_dot(a: &[f32], b: &[f32], expected: f32) {
         let got = dot(a, b);
-        assert!((got - expected).abs() <= 1e-5, "dot({a:?}, {b:?}) = {got}, want {expected}");
+        assert!(
+            (got - expected).abs() <= 1e-5,
+            "dot({a:?}, {b:?}) = {got}, want {expected}"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
-use crate::{Bitmap, Scored, TopK, Weights, bitmap_jaccard, dot, time_decay};
+use crate::jaccard::{bitmap_jaccard_with_count, popcount};
+use crate::{Bitmap, Scored, TopK, Weights, dot, time_decay};
 
 /// Pools with at least this many rows are scanned in parallel (rayon, one [`TopK`] per chunk).
 ///
@@ -44,8 +45,8 @@ impl Pool<'_> {
             .len()
             .min(self.timestamps.len())
             .min(self.tiebreak.len());
-        if self.dim > 0 {
-            rows = rows.min(self.vectors.len() / self.dim);
+        if let Some(vector_rows) = self.vectors.len().checked_div(self.dim) {
+            rows = rows.min(vector_rows);
         }
         rows.min(u32::MAX as usize)
     }
@@ -137,16 +138,14 @@ struct Scanner<'a> {
     query: &'a Query<'a>,
     /// The query vector when it matches the pool's dimension.
     vector: Option<&'a [f32]>,
-    /// An all-zero query bitmap makes every Jaccard term 0, so the popcounts are skipped.
-    bitmap_empty: bool,
+    /// Set bits in the query bitmap; 0 makes every Jaccard term 0, so the popcounts are skipped.
+    bitmap_count: u32,
     min_score: f64,
 }
 
 impl<'a> Scanner<'a> {
     fn new(pool: &'a Pool<'a>, query: &'a Query<'a>) -> Self {
-        let vector = query
-            .vector
-            .filter(|v| pool.dim > 0 && v.len() == pool.dim);
+        let vector = query.vector.filter(|v| pool.dim > 0 && v.len() == pool.dim);
         let min_score = if query.min_score.is_nan() {
             f64::NEG_INFINITY
         } else {
@@ -156,7 +155,7 @@ impl<'a> Scanner<'a> {
             pool,
             query,
             vector,
-            bitmap_empty: query.bitmap.iter().all(|&w| w == 0),
+            bitmap_count: popcount(query.bitmap),
             min_score,
         }
     }
@@ -189,7 +188,13 @@ impl<'a> Scanner<'a> {
                         Some(q) => dot(q, &pool.vectors[r * pool.dim..(r + 1) * pool.dim]),
                         None => 0.0,
                     };
-                    emit(r, vector, &pool.bitmaps[r], pool.timestamps[r], pool.tiebreak[r]);
+                    emit(
+                        r,
+                        vector,
+                        &pool.bitmaps[r],
+                        pool.timestamps[r],
+                        pool.tiebreak[r],
+                    );
                 }
             }
             None => {
@@ -228,10 +233,10 @@ impl<'a> Scanner<'a> {
         top: &mut TopK,
     ) {
         let q = self.query;
-        let jaccard = if self.bitmap_empty {
+        let jaccard = if self.bitmap_count == 0 {
             0.0
         } else {
-            bitmap_jaccard(q.bitmap, bitmap)
+            bitmap_jaccard_with_count(q.bitmap, self.bitmap_count, bitmap)
         };
         let time = time_decay(q.now - timestamp, q.tau_days);
         let mut score = q.weights.fuse(f64::from(vector), jaccard, time);
@@ -280,6 +285,7 @@ impl<I: Iterator<Item = u32>> RowCursor<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bitmap_jaccard;
     use crate::topk::rank;
     use proptest::prelude::*;
 
@@ -348,32 +354,36 @@ mod tests {
 
     /// Random pools built from few distinct values, so that score ties are common.
     fn data(max_rows: usize) -> BoxedStrategy<Data> {
-        (1usize..5, 0..max_rows).prop_flat_map(|(dim, rows)| {
-            let value = prop_oneof![Just(0.0f32), Just(0.5), Just(-0.5), Just(1.0)];
-            let word = prop_oneof![Just(0u64), Just(1), Just(3), Just(u64::MAX)];
-            (
-                proptest::collection::vec(value, rows * dim),
-                proptest::collection::vec(proptest::array::uniform2(word), rows),
-                proptest::collection::vec(prop_oneof![Just(0.0f64), Just(50.0), Just(1e5)], rows),
-                proptest::collection::vec(0u64..3, rows),
-            )
-                .prop_map(move |(vectors, words, timestamps, tiebreak)| Data {
-                    dim,
-                    vectors,
-                    bitmaps: words
-                        .into_iter()
-                        .map(|[a, b]| {
-                            let mut m = [0u64; 32];
-                            m[0] = a;
-                            m[31] = b;
-                            m
-                        })
-                        .collect(),
-                    timestamps,
-                    tiebreak,
-                })
-        })
-        .boxed()
+        (1usize..5, 0..max_rows)
+            .prop_flat_map(|(dim, rows)| {
+                let value = prop_oneof![Just(0.0f32), Just(0.5), Just(-0.5), Just(1.0)];
+                let word = prop_oneof![Just(0u64), Just(1), Just(3), Just(u64::MAX)];
+                (
+                    proptest::collection::vec(value, rows * dim),
+                    proptest::collection::vec(proptest::array::uniform2(word), rows),
+                    proptest::collection::vec(
+                        prop_oneof![Just(0.0f64), Just(50.0), Just(1e5)],
+                        rows,
+                    ),
+                    proptest::collection::vec(0u64..3, rows),
+                )
+                    .prop_map(move |(vectors, words, timestamps, tiebreak)| Data {
+                        dim,
+                        vectors,
+                        bitmaps: words
+                            .into_iter()
+                            .map(|[a, b]| {
+                                let mut m = [0u64; 32];
+                                m[0] = a;
+                                m[31] = b;
+                                m
+                            })
+                            .collect(),
+                        timestamps,
+                        tiebreak,
+                    })
+            })
+            .boxed()
     }
 
     fn row_set(max: u32) -> impl Strategy<Value = Option<RoaringBitmap>> {
@@ -404,7 +414,12 @@ mod tests {
                 }
                 m
             }),
-            prop_oneof![Just(f64::NEG_INFINITY), Just(0.0), Just(0.3), Just(f64::NAN)],
+            prop_oneof![
+                Just(f64::NEG_INFINITY),
+                Just(0.0),
+                Just(0.3),
+                Just(f64::NAN)
+            ],
             0usize..8,
             row_set(rows),
             proptest::option::of((row_set(rows), prop_oneof![Just(0.25), Just(-1.0)])),
@@ -541,21 +556,60 @@ mod tests {
         };
         check_rows(&d, &base, &[0, 2, 1]);
         check_rows(&d, &Query { k: 0, ..base }, &[]);
-        check_rows(&d, &Query { min_score: 0.5, ..base }, &[0, 2]);
+        check_rows(
+            &d,
+            &Query {
+                min_score: 0.5,
+                ..base
+            },
+            &[0, 2],
+        );
         // Wrong dimension or no vector: all tie on time, so the tiebreak key decides.
-        check_rows(&d, &Query { vector: Some(&[1.0]), ..base }, &[2, 1, 0]);
-        check_rows(&d, &Query { vector: None, ..base }, &[2, 1, 0]);
+        check_rows(
+            &d,
+            &Query {
+                vector: Some(&[1.0]),
+                ..base
+            },
+            &[2, 1, 0],
+        );
+        check_rows(
+            &d,
+            &Query {
+                vector: None,
+                ..base
+            },
+            &[2, 1, 0],
+        );
         let boost: RoaringBitmap = [1].into_iter().collect();
-        check_rows(&d, &Query { boost: Some((&boost, 1.0)), ..base }, &[1, 0, 2]);
+        check_rows(
+            &d,
+            &Query {
+                boost: Some((&boost, 1.0)),
+                ..base
+            },
+            &[1, 0, 2],
+        );
         let allow: RoaringBitmap = [1, 2, 99].into_iter().collect();
-        check_rows(&d, &Query { allow: Some(&allow), ..base }, &[2, 1]);
+        check_rows(
+            &d,
+            &Query {
+                allow: Some(&allow),
+                ..base
+            },
+            &[2, 1],
+        );
         // Ragged arrays: only rows present everywhere are scanned.
         let mut ragged = d.clone();
         ragged.timestamps.pop();
         check_rows(&ragged, &base, &[0, 1]);
         ragged.vectors.pop();
         assert_eq!(ragged.pool().len(), 2);
-        let no_vectors = Data { dim: 0, vectors: vec![], ..d.clone() };
+        let no_vectors = Data {
+            dim: 0,
+            vectors: vec![],
+            ..d.clone()
+        };
         check_rows(&no_vectors, &base, &[2, 1, 0]);
     }
 }

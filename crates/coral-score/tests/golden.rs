@@ -46,12 +46,19 @@ fn jaccard_bitmap_pairs() {
     let known = &golden["token_bitmap_bits"];
     let mut checked = 0;
     for pair in golden["jaccard_bitmap_pairs"].as_array().expect("pairs") {
-        let (a, b) = (&known[pair["a"].as_str().unwrap()], &known[pair["b"].as_str().unwrap()]);
+        let (a, b) = (
+            &known[pair["a"].as_str().unwrap()],
+            &known[pair["b"].as_str().unwrap()],
+        );
         // The other pairs involve query texts without bit lists; coral-embed covers those.
         if a.is_null() || b.is_null() {
             continue;
         }
-        check(&bits(a), &bits(b), pair["jaccard"].as_f64().expect("jaccard"));
+        check(
+            &bits(a),
+            &bits(b),
+            pair["jaccard"].as_f64().expect("jaccard"),
+        );
         checked += 1;
     }
     assert_eq!(checked, 2, "expected two pairs with known bit lists");

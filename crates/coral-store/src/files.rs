@@ -66,7 +66,10 @@ impl StorePaths {
 /// Write `bytes` to `path` atomically: temp file in the same directory, fsync, rename, fsync the
 /// directory. A crash leaves either the old file or the new one, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {

@@ -1,1 +1,40 @@
-//! coral
+//! Coral: a heat-aware, persistent memory layer for LLM agents.
+//!
+//! [`Coral`] composes the leaf crates: text features and embeddings (`coral-embed`), the
+//! durable tiered store (`coral-store`), scoring (`coral-score`) and lifecycle policy
+//! (`coral-heat`). Insert short memories, search for the few most relevant ones; every
+//! mutation is journaled before the call returns.
+//!
+//! ```
+//! use coral::{Coral, Config, Insert};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let coral = Coral::open(dir.path().join("coral_config.json"))?;
+//! coral.insert("用户喜欢喝冰镇拿铁咖啡", 0.8)?;
+//! coral.insert("translate product manuals in a formal register", 0.5)?;
+//! let hits = coral.search("拿铁咖啡", 1)?;
+//! assert_eq!(hits[0].item.content, "用户喜欢喝冰镇拿铁咖啡");
+//! assert_eq!(hits[0].item.access_count, 2); // the hit counts for heat
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod config;
+mod engine;
+mod error;
+mod import;
+mod insert;
+mod lifecycle;
+mod search;
+
+pub use config::{
+    Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
+    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights,
+    StorageConfig, ThreadsConfig,
+};
+pub use coral_embed::{Embedder, HashEmbedder};
+pub use coral_store::{Item, Tier};
+pub use engine::{
+    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K, Memory,
+    Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
+};
+pub use error::{Error, Result};

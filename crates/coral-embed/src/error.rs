@@ -1,0 +1,24 @@
+//! The crate's error type.
+
+/// Everything that can go wrong in `coral-embed`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An embedder was asked for a dimension it cannot produce.
+    #[error("invalid embedding dimension {dim}: it must be at least 1")]
+    InvalidDim {
+        /// The dimension asked for.
+        dim: usize,
+    },
+    /// An embedding model could not be loaded or run.
+    #[error("embedding model {model}: {detail}")]
+    Model {
+        /// The model's name or path.
+        model: String,
+        /// What went wrong and what to do about it.
+        detail: String,
+    },
+}
+
+/// `Result` with this crate's [`Error`] as the default error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

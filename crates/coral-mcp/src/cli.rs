@@ -1,0 +1,100 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Coral: heat-aware, persistent memory for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "coral", version, about, long_about = None)]
+pub struct Cli {
+    /// Config file (default: $CORAL_CONFIG_PATH, else ./coral_config.json; created if missing).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Keep every data file in this directory (overrides the config and $CORAL_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print no notices on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more detail on stderr.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store a memory (or, with --stdin, one per input line, acknowledging each as JSON).
+    Insert {
+        /// The memory text.
+        text: Option<String>,
+        /// Importance from 0 to 1.
+        #[arg(long, default_value_t = 0.5)]
+        importance: f64,
+        /// Project tag.
+        #[arg(long)]
+        project: Option<String>,
+        /// Creation time for imported history (RFC 3339 or Unix seconds).
+        #[arg(long, value_name = "TIME")]
+        at: Option<String>,
+        /// Read memories from standard input, one per line.
+        #[arg(long)]
+        stdin: bool,
+        /// With --stdin: each line is a JSON object {content, importance?, project?, timestamp?}.
+        #[arg(long)]
+        jsonl: bool,
+    },
+    /// Find the memories most relevant to a query.
+    Search {
+        /// What to look for.
+        query: String,
+        /// Number of hits (default: retrieval.top_k).
+        #[arg(short = 'k', long = "top-k")]
+        top_k: Option<usize>,
+        /// Prefer this project's memories and shared ones.
+        #[arg(long)]
+        project: Option<String>,
+        /// Score as of this time (RFC 3339 or Unix seconds).
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+        /// Show whole memories instead of 100-character summaries.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Show one memory (also archived ones) as JSON.
+    Get {
+        /// Memory id.
+        id: String,
+    },
+    /// Print every memory as JSON Lines.
+    Export,
+    /// Counts, disk usage and journal state.
+    Stats,
+    /// Write a checkpoint (data is durable without it).
+    Flush,
+    /// Delete a memory.
+    Delete {
+        /// Memory id.
+        id: String,
+    },
+    /// Set a memory's importance.
+    Mark {
+        /// Memory id.
+        id: String,
+        /// Importance from 0 to 1.
+        #[arg(long, default_value_t = 1.0)]
+        importance: f64,
+    },
+    /// Copy a Python Coral memory_data/ directory into this one.
+    Import {
+        /// The Python Coral data directory.
+        dir: PathBuf,
+    },
+}

@@ -1,0 +1,502 @@
+//! `Coral`: the engine that composes the store, the text features, scoring and heat.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use coral_embed::{Embedder, HashEmbedder};
+use coral_store::{Item, Record, Store, StoreOptions, SyncPolicy, Tier};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// Longest memory or query accepted, in UTF-8 bytes. Memories are meant to be short facts;
+/// anything longer is almost certainly a mistake (a whole document pasted in).
+pub const MAX_TEXT_BYTES: usize = 65_536;
+
+/// Largest `top_k` a search accepts.
+pub const MAX_TOP_K: usize = 1_000;
+
+/// Current Unix time in seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A stored memory with its tier.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Memory {
+    /// The item.
+    #[serde(flatten)]
+    pub item: Item,
+    /// Where it lives.
+    pub tier: Tier,
+}
+
+/// What an insert did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Insert {
+    /// A new memory was stored.
+    Inserted(Item),
+    /// The text duplicated (or nearly duplicated) an existing memory, which was refreshed
+    /// instead; carries that memory's id.
+    Merged(String),
+}
+
+impl Insert {
+    /// The id of the stored or refreshed memory.
+    pub fn id(&self) -> &str {
+        match self {
+            Insert::Inserted(item) => &item.item_id,
+            Insert::Merged(id) => id,
+        }
+    }
+
+    /// True when a new memory was stored.
+    pub fn inserted(&self) -> bool {
+        matches!(self, Insert::Inserted(_))
+    }
+}
+
+/// Options of [`Coral::insert_with`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct InsertOptions {
+    /// Importance in 0..1 (default 0.5).
+    pub importance: f64,
+    /// Project tag.
+    pub project: Option<String>,
+    /// Creation time for imported history (default: now).
+    pub timestamp: Option<f64>,
+    /// The clock for tier checks (default: the system clock).
+    pub now: Option<f64>,
+}
+
+impl Default for InsertOptions {
+    fn default() -> Self {
+        InsertOptions {
+            importance: 0.5,
+            project: None,
+            timestamp: None,
+            now: None,
+        }
+    }
+}
+
+/// Options of [`Coral::search_with`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchOptions {
+    /// Hits to return (default `retrieval.top_k`).
+    pub top_k: Option<usize>,
+    /// Boost this project's items and shared items.
+    pub project: Option<String>,
+    /// Drop hits below this score (default `retrieval.min_score`).
+    pub min_score: Option<f64>,
+    /// Score as of this time (default: the system clock).
+    pub now: Option<f64>,
+}
+
+/// The parts of a hit's score.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Scores {
+    /// Cosine of query and memory vectors.
+    pub vector: f64,
+    /// Bitmap Jaccard of their tokens.
+    pub jaccard: f64,
+    /// Recency of the memory's creation.
+    pub time: f64,
+}
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// The memory, after this hit was counted.
+    pub item: Item,
+    /// Its tier.
+    pub tier: Tier,
+    /// Fused score.
+    pub score: f64,
+    /// Components of the score.
+    pub scores: Scores,
+}
+
+/// Counters, all O(1).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    /// Hot items.
+    pub hot: usize,
+    /// Warm items.
+    pub warm: usize,
+    /// Cold items.
+    pub cold: usize,
+    /// All items.
+    pub total: usize,
+    /// Items with a usable vector.
+    pub vectors: usize,
+    /// Threads (kept apart from memories).
+    pub threads: usize,
+    /// Configured capacity.
+    pub capacity_threshold: usize,
+    /// Embedder in use.
+    pub embedder: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// File entries kept verbatim because they did not parse.
+    pub skipped_lines: usize,
+    /// The last config problem, if the config in force is not the file's.
+    pub config_error: Option<String>,
+    /// Damage contained at open.
+    pub repairs: Vec<String>,
+    /// Journal size since the last checkpoint.
+    pub journal_bytes: u64,
+    /// Checkpoints since the directory was created.
+    pub generation: u64,
+}
+
+/// Disk usage (SPEC 6.5).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiskUsage {
+    /// Bytes per data file.
+    pub files: BTreeMap<String, u64>,
+    /// Text files (everything but the `.npy`).
+    pub data_bytes: u64,
+    /// `items × dim × 4`: what the vectors take once checkpointed.
+    pub projected_vector_bytes: u64,
+    /// `data_bytes + projected_vector_bytes`.
+    pub total_bytes: u64,
+    /// The budget (0 = none).
+    pub max_bytes: u64,
+    /// `total / max`, when there is a budget.
+    pub ratio: Option<f64>,
+}
+
+/// What [`Coral::import_python_dir`] found and did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ImportReport {
+    /// Items found per tier in the source.
+    pub found: BTreeMap<String, usize>,
+    /// Items added.
+    pub imported: usize,
+    /// Items already present (same id), left as they were.
+    pub already_present: usize,
+    /// Vectors computed because the source had none usable.
+    pub vectors_recomputed: usize,
+    /// Source entries that did not parse (left in the source).
+    pub skipped_lines: usize,
+    /// What reading the source noticed.
+    pub notes: Vec<String>,
+}
+
+pub(crate) struct Engine {
+    pub(crate) store: Store,
+    /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
+    pub(crate) dedup: HashMap<String, Vec<u64>>,
+}
+
+/// A Coral memory: one data directory, one embedder, one configuration.
+///
+/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled before they
+/// return, so nothing acknowledged is lost if the process dies.
+pub struct Coral {
+    pub(crate) config: RwLock<Arc<Config>>,
+    config_path: Option<PathBuf>,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    notices: Vec<String>,
+    pub(crate) engine: Mutex<Engine>,
+}
+
+fn sync_policy(config: &Config) -> SyncPolicy {
+    match config.storage.sync.as_str() {
+        "always" => SyncPolicy::Always,
+        "never" => SyncPolicy::Never,
+        _ => SyncPolicy::Interval(Duration::from_millis(config.storage.sync_interval_ms.max(1))),
+    }
+}
+
+/// The embedder the configuration asks for, and a notice when it is a fallback.
+pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String>)> {
+    let dim = config.embedding.dim;
+    match config.embedding.embedder.as_str() {
+        "hash" => Ok((Arc::new(HashEmbedder::new(dim)?), None)),
+        "auto" => Ok((
+            Arc::new(HashEmbedder::new(dim)?),
+            Some(format!(
+                "no embedding model is available to this build; using the hash embedder \
+                 (dim {dim}), which matches shared words, not meaning"
+            )),
+        )),
+        other => Err(Error::Config {
+            path: config.base_dir.join("coral_config.json"),
+            detail: format!(
+                "embedding.embedder = {other:?} needs an ONNX model, and this build has no ONNX \
+                 support; set embedding.embedder to \"auto\" or \"hash\""
+            ),
+        }),
+    }
+}
+
+impl Coral {
+    /// Open with the config file at `config_path` (created with defaults when missing).
+    pub fn open(config_path: impl AsRef<Path>) -> Result<Coral> {
+        let path = config_path.as_ref();
+        Coral::open_loaded(Config::load(path)?, path)
+    }
+
+    /// Open with a configuration loaded (and perhaps adjusted) by the caller from `path`.
+    pub fn open_loaded(loaded: crate::config::Loaded, path: &Path) -> Result<Coral> {
+        let (embedder, note) = embedder_for(&loaded.config)?;
+        let mut notices = loaded.warnings;
+        if loaded.created {
+            notices.push(format!("created {} with the defaults", path.display()));
+        }
+        notices.extend(note);
+        let mut coral = Coral::open_with(loaded.config, embedder)?;
+        coral.config_path = Some(path.to_path_buf());
+        notices.append(&mut coral.notices);
+        coral.notices = notices;
+        Ok(coral)
+    }
+
+    /// Open with a configuration and embedder given by the caller.
+    pub fn open_with(config: Config, embedder: Arc<dyn Embedder>) -> Result<Coral> {
+        let problems = config.validate();
+        if !problems.is_empty() {
+            return Err(Error::Config {
+                path: config.base_dir.clone(),
+                detail: problems.join("; "),
+            });
+        }
+        let options = StoreOptions {
+            dim: embedder.dim(),
+            sync: sync_policy(&config),
+            wal_max_bytes: config.storage.wal_max_bytes,
+            features: Arc::new(|text: &str| coral_embed::text_features(text).bitmap),
+        };
+        let mut store = Store::open(config.store_paths(), options)?;
+        let mut notices: Vec<String> = store.notes().to_vec();
+        let recomputed = recompute_missing_vectors(&mut store, embedder.as_ref())?;
+        if recomputed > 0 {
+            notices.push(format!(
+                "computed {recomputed} missing vector(s) with the {} embedder",
+                embedder.name()
+            ));
+        }
+        let coral = Coral {
+            config: RwLock::new(Arc::new(config)),
+            config_path: None,
+            embedder,
+            notices,
+            engine: Mutex::new(Engine {
+                store,
+                dedup: HashMap::new(),
+            }),
+        };
+        Ok(coral)
+    }
+
+    /// Things worth telling the user once (fallback embedder, repairs, skipped lines).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        Arc::clone(&self.config.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The config file, when opened from one.
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config_path.as_deref()
+    }
+
+    /// Replace the configuration (validated first; an invalid one changes nothing). Changes
+    /// apply to the next call; a lower capacity is governed at once. Paths and embedding
+    /// changes need a reopen.
+    pub fn set_config(&self, config: Config) -> Result<()> {
+        let problems = config.validate();
+        if !problems.is_empty() {
+            return Err(Error::InvalidInput(problems.join("; ")));
+        }
+        let config = Arc::new(config);
+        let mut engine = self.lock();
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&config);
+        engine.maintain(&config, unix_now())
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
+        // A panic while holding the lock cannot leave the store half-mutated (commit validates,
+        // writes, then applies), so a poisoned lock is safe to keep using.
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The embedder in use.
+    pub fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+
+    /// One memory by id (searchable items; see [`Coral::get_archived`] for the archive).
+    pub fn get(&self, id: &str) -> Option<Memory> {
+        let engine = self.lock();
+        engine.store.get(id).map(|(item, tier)| Memory {
+            item: item.clone(),
+            tier,
+        })
+    }
+
+    /// An archived (evicted or distilled) memory by id.
+    pub fn get_archived(&self, id: &str) -> Result<Option<Item>> {
+        Ok(self.lock().store.archived(id)?)
+    }
+
+    /// Delete a memory. Returns false when no memory has that id.
+    pub fn delete(&self, id: &str) -> Result<bool> {
+        let mut engine = self.lock();
+        if engine.store.get(id).is_none() {
+            return Ok(false);
+        }
+        engine.store.commit(vec![Record::Delete { id: id.into() }])?;
+        engine.dedup.remove(id);
+        Ok(true)
+    }
+
+    /// Set a memory's importance (0..1).
+    pub fn mark_important(&self, id: &str, importance: f64) -> Result<Item> {
+        check_importance(importance)?;
+        let mut engine = self.lock();
+        if engine.store.get(id).is_none() {
+            return Err(Error::NotFound(id.into()));
+        }
+        engine.store.commit(vec![Record::Importance {
+            id: id.into(),
+            importance,
+        }])?;
+        Ok(engine.store.get(id).map(|(i, _)| i.clone()).ok_or_else(|| Error::NotFound(id.into()))?)
+    }
+
+    /// Checkpoint: rewrite the compatible files and fsync. Data is durable without it.
+    pub fn flush(&self) -> Result<()> {
+        let mut engine = self.lock();
+        engine.store.checkpoint()?;
+        engine.store.sync()?;
+        Ok(())
+    }
+
+    /// Counters (O(1)).
+    pub fn stats(&self) -> Stats {
+        let engine = self.lock();
+        let config = self.config();
+        let store = &engine.store;
+        let counts = store.counts();
+        let total = store.pool().len();
+        Stats {
+            hot: counts.hot,
+            warm: counts.warm,
+            cold: counts.cold,
+            total,
+            vectors: total - store.pool().missing_vectors().len() as usize,
+            threads: 0,
+            capacity_threshold: config.memory.capacity_threshold,
+            embedder: self.embedder.name().to_string(),
+            dim: self.embedder.dim(),
+            skipped_lines: store.skipped_lines(),
+            config_error: None,
+            repairs: store.repairs().iter().map(ToString::to_string).collect(),
+            journal_bytes: store.journal_bytes(),
+            generation: store.generation(),
+        }
+    }
+
+    /// Disk usage by file and against the budget.
+    pub fn disk_usage(&self) -> DiskUsage {
+        let engine = self.lock();
+        let config = self.config();
+        let mut files = BTreeMap::new();
+        let mut data_bytes = 0;
+        for (label, bytes) in engine.store.file_sizes() {
+            if label != "vectors" {
+                data_bytes += bytes;
+            }
+            files.insert(label.to_string(), bytes);
+        }
+        let projected = (engine.store.pool().len() * engine.store.pool().dim() * 4) as u64;
+        let total = data_bytes + projected;
+        let max = config.storage.max_bytes;
+        DiskUsage {
+            files,
+            data_bytes,
+            projected_vector_bytes: projected,
+            total_bytes: total,
+            max_bytes: max,
+            ratio: (max > 0).then(|| total as f64 / max as f64),
+        }
+    }
+
+    /// Every memory, oldest first.
+    pub fn export(&self) -> Vec<Memory> {
+        let engine = self.lock();
+        let pool = engine.store.pool();
+        let mut out: Vec<Memory> = (0..pool.len() as u32)
+            .map(|row| Memory {
+                item: pool.item(row).clone(),
+                tier: pool.tier(row),
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            a.item
+                .timestamp
+                .total_cmp(&b.item.timestamp)
+                .then_with(|| a.item.item_id.cmp(&b.item.item_id))
+        });
+        out
+    }
+
+    /// Checkpoint and release the data directory.
+    pub fn close(self) -> Result<()> {
+        let engine = self.engine.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(engine.store.close()?)
+    }
+}
+
+pub(crate) fn check_importance(importance: f64) -> Result<()> {
+    if !importance.is_finite() || !(0.0..=1.0).contains(&importance) {
+        return Err(Error::InvalidInput(format!(
+            "importance must be a number from 0 to 1, got {importance}"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
+    if text.trim().is_empty() {
+        return Err(Error::InvalidInput(format!(
+            "{what} is empty: give some text"
+        )));
+    }
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "{what} is {} bytes; the limit is {MAX_TEXT_BYTES} (store a summary instead)",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Compute vectors the store could not load (other model's dim, missing `.npy`, ...).
+fn recompute_missing_vectors(store: &mut Store, embedder: &dyn Embedder) -> Result<usize> {
+    let rows: Vec<u32> = store.pool().missing_vectors().iter().collect();
+    for chunk in rows.chunks(256) {
+        let texts: Vec<String> = chunk
+            .iter()
+            .map(|&r| store.pool().item(r).content.clone())
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed(&refs)?;
+        for (&row, v) in chunk.iter().zip(&vectors) {
+            store.set_vector(row, v);
+        }
+    }
+    Ok(rows.len())
+}

@@ -1,0 +1,81 @@
+//! Importing a Python Coral `memory_data/` directory (SPEC 4.3).
+
+use std::path::Path;
+
+use coral_store::{Record, Snapshot, StorePaths, Tier};
+
+use crate::engine::{Coral, ImportReport, unix_now};
+use crate::error::{Error, Result};
+
+impl Coral {
+    /// Copy the memories of a Python Coral data directory into this one, preserving ids,
+    /// counters, timestamps and tiers. Items already present are left alone. The source is only
+    /// read. `progress` is called with (done, total) as items are written.
+    pub fn import_python_dir(
+        &self,
+        source: &Path,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<ImportReport> {
+        if !source.is_dir() {
+            return Err(Error::InvalidInput(format!(
+                "{} is not a directory (give the Python Coral memory_data/ folder)",
+                source.display()
+            )));
+        }
+        let paths = StorePaths::in_dir(source);
+        if !paths.warm.exists() && !paths.cold.exists() {
+            return Err(Error::InvalidInput(format!(
+                "{} holds neither coral_warm.json nor coral_cold.jsonl: not a Coral data directory",
+                source.display()
+            )));
+        }
+        let snapshot = Snapshot::read(&paths, self.embedder.dim())?;
+        let mut report = ImportReport {
+            skipped_lines: snapshot.skipped.iter().map(Vec::len).sum(),
+            notes: snapshot.notes.clone(),
+            ..ImportReport::default()
+        };
+        for (tier, _) in &snapshot.items {
+            *report.found.entry(tier.to_string()).or_default() += 1;
+        }
+        let total = snapshot.items.len();
+        let config = self.config();
+        let mut done = 0;
+        for chunk in snapshot.items.chunks(512) {
+            let missing: Vec<&str> = chunk
+                .iter()
+                .filter(|(_, item)| !snapshot.vectors.contains_key(&item.item_id))
+                .map(|(_, item)| item.content.as_str())
+                .collect();
+            let mut computed = self.embedder.embed(&missing)?.into_iter();
+            report.vectors_recomputed += missing.len();
+            let mut engine = self.lock();
+            let mut records = Vec::with_capacity(chunk.len());
+            for (tier, item) in chunk {
+                let vector = match snapshot.vectors.get(&item.item_id) {
+                    Some(&row) => snapshot.matrix.row(row).to_vec(),
+                    None => computed.next().unwrap_or_default(),
+                };
+                if engine.store.get(&item.item_id).is_some() {
+                    report.already_present += 1;
+                    continue;
+                }
+                // Python Coral never persisted its hot tier; anything found there is ours.
+                let tier = if *tier == Tier::Hot { Tier::Warm } else { *tier };
+                records.push(Record::Put {
+                    tier,
+                    item: item.clone(),
+                    vector,
+                });
+            }
+            report.imported += records.len();
+            engine.store.commit(records)?;
+            done += chunk.len();
+            progress(done, total);
+        }
+        let mut engine = self.lock();
+        engine.maintain(&config, unix_now())?;
+        engine.store.checkpoint()?;
+        Ok(report)
+    }
+}

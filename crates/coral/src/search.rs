@@ -1,0 +1,130 @@
+//! The search path (SPEC 5.1): embed outside the lock, one scoring pass over the whole pool,
+//! top-k, then count each returned hit for heat.
+
+use coral_embed::text_features;
+use coral_score::{Query, Weights, scan};
+use coral_store::{Record, Tier};
+use roaring::RoaringBitmap;
+
+use crate::engine::{
+    Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now,
+};
+use crate::error::{Error, Result};
+
+impl Coral {
+    /// The `top_k` memories most relevant to `query`.
+    pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<SearchHit>> {
+        self.search_with(
+            query,
+            SearchOptions {
+                top_k: Some(top_k),
+                ..SearchOptions::default()
+            },
+        )
+    }
+
+    /// [`Coral::search`] with a project, a score floor or a clock.
+    pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+        check_text("query", query)?;
+        let config = self.config();
+        let k = options.top_k.unwrap_or(config.retrieval.top_k);
+        if k == 0 || k > MAX_TOP_K {
+            return Err(Error::InvalidInput(format!(
+                "top_k must be from 1 to {MAX_TOP_K}, got {k}"
+            )));
+        }
+        let min_score = options.min_score.unwrap_or(config.retrieval.min_score);
+        if min_score.is_nan() {
+            return Err(Error::InvalidInput("min_score is not a number".into()));
+        }
+        let now = options.now.unwrap_or_else(unix_now);
+        if !now.is_finite() {
+            return Err(Error::InvalidInput(format!("now must be a Unix time, got {now}")));
+        }
+        let features = text_features(query);
+        let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
+        let project = options.project.as_deref().map(str::trim).filter(|p| !p.is_empty());
+
+        let mut engine = self.lock();
+        let pool = engine.store.pool();
+        let r = &config.retrieval;
+        let allow = cold_filter(pool, r.include_cold, config.memory.cold_scan_lines);
+        let boosted = project.map(|p| {
+            (0..pool.len() as u32)
+                .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
+                .collect::<RoaringBitmap>()
+        });
+        let scored = scan(
+            &coral_score::Pool {
+                dim: pool.dim(),
+                vectors: pool.vectors(),
+                bitmaps: pool.bitmaps(),
+                timestamps: pool.timestamps(),
+                tiebreak: pool.tiebreaks(),
+            },
+            &Query {
+                vector: (vector.len() == pool.dim()).then_some(vector.as_slice()),
+                bitmap: &features.bitmap,
+                now,
+                tau_days: r.tau_days,
+                weights: Weights {
+                    vector: r.weights.vector,
+                    jaccard: r.weights.jaccard,
+                    time: r.weights.time,
+                },
+                min_score,
+                k,
+                allow: allow.as_ref(),
+                boost: boosted.as_ref().map(|b| (b, r.project_boost)),
+            },
+        );
+        let records: Vec<Record> = scored
+            .iter()
+            .map(|s| {
+                let item = pool.item(s.row);
+                Record::Touch {
+                    id: item.item_id.clone(),
+                    access_count: item.access_count.saturating_add(1),
+                    last_access: item.last_access.max(now),
+                }
+            })
+            .collect();
+        let ids: Vec<String> = records.iter().filter_map(|r| r.id().map(String::from)).collect();
+        engine.store.commit(records)?;
+        let pool = engine.store.pool();
+        let hits = scored
+            .iter()
+            .zip(ids)
+            .filter_map(|(s, id)| {
+                let row = pool.row(&id)?;
+                Some(SearchHit {
+                    item: pool.item(row).clone(),
+                    tier: pool.tier(row),
+                    score: s.score,
+                    scores: Scores {
+                        vector: f64::from(s.vector),
+                        jaccard: s.jaccard,
+                        time: s.time,
+                    },
+                })
+            })
+            .collect();
+        Ok(hits)
+    }
+}
+
+/// Rows allowed by the cold-tier settings, or `None` when every row is searchable.
+fn cold_filter(pool: &coral_store::Pool, include_cold: bool, newest: usize) -> Option<RoaringBitmap> {
+    let cold = pool.tier_rows(Tier::Cold);
+    if include_cold && (newest == 0 || cold.len() as usize <= newest) {
+        return None;
+    }
+    let mut allow: RoaringBitmap = (0..pool.len() as u32).collect();
+    allow -= cold;
+    if include_cold {
+        let mut by_age: Vec<u32> = cold.iter().collect();
+        by_age.sort_by(|&a, &b| pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize]));
+        allow.extend(by_age.into_iter().take(newest));
+    }
+    Some(allow)
+}
