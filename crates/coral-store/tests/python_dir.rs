@@ -1,0 +1,112 @@
+//! A directory written by the original Python Coral opens unchanged, and a checkpoint writes
+//! files of exactly the original's shapes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use coral_store::{Store, StoreOptions, StorePaths, SyncPolicy, Tier, npy};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/python_dir")
+}
+
+fn copy_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixture()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().starts_with("coral_") {
+            std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        dim: 8,
+        sync: SyncPolicy::Never,
+        wal_max_bytes: 1 << 20,
+        features: Arc::new(|s: &str| {
+            let mut b = [0u64; 32];
+            b[0] = s.len() as u64;
+            b
+        }),
+    }
+}
+
+#[test]
+fn the_original_directory_opens_with_every_item() {
+    let dir = copy_fixture();
+    let store = Store::open(StorePaths::in_dir(dir.path()), options()).unwrap();
+    let counts = store.counts();
+    assert_eq!((counts.hot, counts.warm, counts.cold), (0, 2, 3));
+    assert_eq!(store.skipped_lines(), 1);
+    assert!(
+        store.notes().iter().any(|n| n.contains("coral_cold.jsonl line 3")),
+        "{:?}",
+        store.notes()
+    );
+    assert!(store.notes().iter().any(|n| n.contains("1 duplicate")));
+    assert!(store.notes().iter().any(|n| n.contains("belong to no stored item")));
+
+    // The duplicate cold id merged: highest count, latest access, highest importance.
+    let (item, tier) = store.get("c22c61b6e7c02ed2").unwrap();
+    assert_eq!(tier, Tier::Cold);
+    assert_eq!(item.access_count, 5);
+    assert_eq!(item.last_access, 1_774_000_500.0);
+    assert_eq!(item.importance, 0.4);
+
+    // Vectors are the file's rows, matched by id through the index.
+    let matrix = npy::read(&fixture().join("coral_vectors.npy")).unwrap();
+    let index: Vec<String> =
+        serde_json::from_slice(&std::fs::read(fixture().join("coral_vector_index.json")).unwrap())
+            .unwrap();
+    assert!(store.pool().missing_vectors().is_empty());
+    for (row, id) in index.iter().enumerate().take(5) {
+        let r = store.pool().row(id).unwrap();
+        assert_eq!(store.pool().vector(r), matrix.row(row), "vector of {id}");
+    }
+}
+
+#[test]
+fn a_checkpoint_writes_the_original_shapes() {
+    let dir = copy_fixture();
+    let store = Store::open(StorePaths::in_dir(dir.path()), options()).unwrap();
+    store.close().unwrap();
+
+    // Warm: byte-identical to what Python's json.dump(indent=2, ensure_ascii=False) wrote.
+    let ours = std::fs::read_to_string(dir.path().join("coral_warm.json")).unwrap();
+    let theirs = std::fs::read_to_string(fixture().join("coral_warm.json")).unwrap();
+    assert_eq!(ours, theirs);
+
+    // Cold: the unparseable line kept verbatim; every untouched item line identical to
+    // Python's json.dumps; the duplicate written once, merged.
+    let cold = std::fs::read_to_string(dir.path().join("coral_cold.jsonl")).unwrap();
+    let source = std::fs::read_to_string(fixture().join("coral_cold.jsonl")).unwrap();
+    let src: Vec<&str> = source.lines().collect();
+    let lines: Vec<&str> = cold.lines().collect();
+    assert_eq!(lines.len(), 4, "{cold}");
+    assert_eq!(lines[0], src[2]);
+    assert!(lines.contains(&src[1]));
+    assert!(lines.contains(&src[4]));
+    assert!(lines.iter().any(|l| l.contains("\"access_count\": 5") && l.contains("\"last_access\": 1774000500.0")));
+
+    // Index: a JSON array of ids in Python's separators; npy: v1.0 '<f4' (n, 8), aligned.
+    let index = std::fs::read_to_string(dir.path().join("coral_vector_index.json")).unwrap();
+    assert!(index.starts_with("[\"") && index.contains("\", \""), "{index}");
+    let ids: Vec<String> = serde_json::from_str(&index).unwrap();
+    assert_eq!(ids.len(), 5);
+    let bytes = std::fs::read(dir.path().join("coral_vectors.npy")).unwrap();
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!((10 + header_len) % 64, 0);
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (5, 8)"), "{header}");
+    let m = npy::read(&dir.path().join("coral_vectors.npy")).unwrap();
+    assert_eq!((m.rows, m.cols), (5, 8));
+
+    // Reopening the checkpointed directory gives the same items.
+    let again = Store::open(StorePaths::in_dir(dir.path()), options()).unwrap();
+    assert_eq!(again.pool().len(), 5);
+    assert_eq!(again.skipped_lines(), 1);
+}
