@@ -1,1 +1,88 @@
-fn main() {}
+//! `cargo xtask <command>`: the project's automation.
+//!
+//! - `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, the dependency rules,
+//!   `cargo test --workspace`.
+//! - `deps`: check that the crate graph follows ARCHITECTURE.md.
+//! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
+//!   `target/coral-bench/stress-20k.json`.
+//! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
+
+mod deps;
+mod stress;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        print_help();
+        bail!("no command given");
+    };
+    match cmd.as_str() {
+        "ci" => ci(),
+        "deps" => deps::check(&root()),
+        "stress-20k" => stress::run(&root(), &args[1..]),
+        "fixtures" => fixtures(),
+        "help" | "--help" | "-h" => {
+            print_help();
+            Ok(())
+        }
+        other => {
+            print_help();
+            bail!("unknown command {other:?}")
+        }
+    }
+}
+
+fn print_help() {
+    eprintln!(
+        "usage: cargo xtask <command>\n\n\
+         commands:\n  \
+         ci           fmt check, clippy -D warnings, dependency rules, cargo test --workspace\n  \
+         deps         check the crate dependency rules\n  \
+         stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
+         fixtures     refresh fixtures/compat from ../shared/upstream-data"
+    );
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .current_dir(root())
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    cargo(&["fmt", "--all", "--check"])?;
+    deps::check(&root())?;
+    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&["test", "--workspace"])?;
+    eprintln!("xtask ci: all checks passed");
+    Ok(())
+}
+
+fn fixtures() -> Result<()> {
+    let src = root().join("../shared/upstream-data/coral_test_vectors.json");
+    let dst = root().join("fixtures/compat/coral_test_vectors.json");
+    std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+    eprintln!("refreshed {}; review the diff like code", dst.display());
+    Ok(())
+}
