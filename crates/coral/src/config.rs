@@ -509,11 +509,17 @@ impl Config {
         if r.top_k == 0 {
             p.push("retrieval.top_k = 0 must be at least 1".into());
         }
-        if !matches!(r.mode.as_str(), "weighted" | "rrf") {
-            p.push(format!(
-                "retrieval.mode = {:?} must be \"weighted\" or \"rrf\"",
-                r.mode
-            ));
+        match r.mode.as_str() {
+            "weighted" => {}
+            // Rank fusion needs the BM25 index, which this version does not build yet; refusing
+            // is better than silently searching another way.
+            "rrf" => p.push(
+                "retrieval.mode = \"rrf\" is not available in this version; use \"weighted\""
+                    .into(),
+            ),
+            other => p.push(format!(
+                "retrieval.mode = {other:?} must be \"weighted\" (or, in later versions, \"rrf\")"
+            )),
         }
         if !matches!(s.sync.as_str(), "always" | "interval" | "never") {
             p.push(format!(
@@ -657,6 +663,7 @@ mod tests {
         check(r#"{"memory": {"capacity_threshold": -5}}"#, &["memory.capacity_threshold", "-5"]);
         check(r#"{"storage": {"hard_ratio": 1.5}}"#, &["storage.hard_ratio", "1.5"]);
         check(r#"{"retrieval": {"mode": "magic"}}"#, &["retrieval.mode", "magic"]);
+        check(r#"{"retrieval": {"mode": "rrf"}}"#, &["retrieval.mode", "not available"]);
         check(r#"{"memory": {"#, &["line 1"]);
         check("[1]", &["object"]);
         check(

@@ -284,6 +284,7 @@ impl Coral {
                 embedder.name()
             ));
         }
+        notices.extend(unenforced_settings(&config));
         let coral = Coral {
             config: RwLock::new(Arc::new(config)),
             config_path: None,
@@ -482,6 +483,21 @@ pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Settings this version accepts but does not act on yet: say so instead of ignoring them.
+fn unenforced_settings(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if config.storage.max_bytes > 0 {
+        out.push("storage.max_bytes is set, but this version does not enforce a disk budget yet".into());
+    }
+    if config.memory.project_quota > 0 {
+        out.push("memory.project_quota is set, but this version does not enforce project quotas yet".into());
+    }
+    if !config.llm.base_url.is_empty() {
+        out.push("llm.base_url is set, but this version does not distil memories yet".into());
+    }
+    out
 }
 
 /// Compute vectors the store could not load (other model's dim, missing `.npy`, ...).
