@@ -16,7 +16,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("coral-timeline", &["coral-score"]),
     (
         "coral",
-        &["coral-score", "coral-embed", "coral-store", "coral-heat", "coral-thread", "coral-timeline"],
+        &[
+            "coral-score",
+            "coral-embed",
+            "coral-store",
+            "coral-heat",
+            "coral-thread",
+            "coral-timeline",
+        ],
     ),
     ("coral-mcp", &["coral"]),
 ];
@@ -32,7 +39,10 @@ pub fn check(root: &Path) -> Result<()> {
         .output()
         .context("running cargo metadata")?;
     if !out.status.success() {
-        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let ours: Vec<&str> = meta["packages"]

@@ -73,7 +73,14 @@ fn cargo(args: &[&str]) -> Result<()> {
 fn ci() -> Result<()> {
     cargo(&["fmt", "--all", "--check"])?;
     deps::check(&root())?;
-    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     cargo(&["test", "--workspace"])?;
     eprintln!("xtask ci: all checks passed");
     Ok(())

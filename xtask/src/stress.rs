@@ -40,9 +40,36 @@ fn words(root: &Path) -> Result<Vec<String>> {
     let path = root.join("../shared/upstream-data/coral_bench_corpora.json");
     let fallback = || {
         [
-            "接口", "缓存", "令牌", "部署", "日志", "压测", "连接池", "超时", "鉴权", "回滚", "说明书",
-            "按钮", "指示灯", "保修", "配对", "蓝牙", "锂电池", "参数", "包装", "故障", "招牌", "麻辣",
-            "甜品", "火锅", "烤串", "寿司", "奶茶", "早茶", "咖啡", "面馆",
+            "接口",
+            "缓存",
+            "令牌",
+            "部署",
+            "日志",
+            "压测",
+            "连接池",
+            "超时",
+            "鉴权",
+            "回滚",
+            "说明书",
+            "按钮",
+            "指示灯",
+            "保修",
+            "配对",
+            "蓝牙",
+            "锂电池",
+            "参数",
+            "包装",
+            "故障",
+            "招牌",
+            "麻辣",
+            "甜品",
+            "火锅",
+            "烤串",
+            "寿司",
+            "奶茶",
+            "早茶",
+            "咖啡",
+            "面馆",
         ]
         .map(String::from)
         .to_vec()
@@ -118,11 +145,17 @@ fn integrity(coral: &Coral, data_dir: &Path, checks: &mut Checks, phase: &str) -
     };
     checks.check(
         stats.total <= cap + headroom,
-        format!("{phase}: total {} ≤ capacity {cap} + headroom {headroom}", stats.total),
+        format!(
+            "{phase}: total {} ≤ capacity {cap} + headroom {headroom}",
+            stats.total
+        ),
     );
     checks.check(
         stats.vectors == stats.total,
-        format!("{phase}: one vector per live id ({} vectors, {} items)", stats.vectors, stats.total),
+        format!(
+            "{phase}: one vector per live id ({} vectors, {} items)",
+            stats.vectors, stats.total
+        ),
     );
     let warm: Vec<serde_json::Value> =
         serde_json::from_slice(&std::fs::read(data_dir.join("coral_warm.json"))?)?;
@@ -154,7 +187,10 @@ fn integrity(coral: &Coral, data_dir: &Path, checks: &mut Checks, phase: &str) -
         .iter()
         .filter(|m| m.item.content.trim().is_empty())
         .count();
-    checks.check(empty == 0, format!("{phase}: no empty content ({empty} found)"));
+    checks.check(
+        empty == 0,
+        format!("{phase}: no empty content ({empty} found)"),
+    );
     Ok(())
 }
 
@@ -236,7 +272,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         // Benchmarks mean nothing in a debug build: re-run this command optimised.
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["run", "--quiet", "--release", "--package", "xtask", "--", "stress-20k"])
+            .args([
+                "run",
+                "--quiet",
+                "--release",
+                "--package",
+                "xtask",
+                "--",
+                "stress-20k",
+            ])
             .args(args)
             .current_dir(root)
             .status()?;
@@ -277,7 +321,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     let insert_total_s = start.elapsed().as_secs_f64();
-    checks.check(inserted == INSERTS, format!("{inserted} of {INSERTS} inserts stored as new items"));
+    checks.check(
+        inserted == INSERTS,
+        format!("{inserted} of {INSERTS} inserts stored as new items"),
+    );
     integrity(&coral, &data_dir, &mut checks, "after inserts")?;
 
     let queries: Vec<String> = (0..SEARCHES)
@@ -298,7 +345,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         }
     }
     latencies.sort_by(f64::total_cmp);
-    checks.check(empty_results == 0, format!("{empty_results} searches returned fewer than 5 hits"));
+    checks.check(
+        empty_results == 0,
+        format!("{empty_results} searches returned fewer than 5 hits"),
+    );
     let search_p50_ms = percentile(&latencies, 0.5);
     let search_p99_ms = percentile(&latencies, 0.99);
     let scan_floor = scan_floor_ms(&coral, &queries[0])?;
@@ -374,18 +424,39 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let out = out_dir.join("stress-20k.json");
     std::fs::write(&out, serde_json::to_string_pretty(&report)? + "\n")?;
 
-    println!("stress-20k (hash embedder, 384 dims, {} threads)", rayon::current_num_threads());
-    println!("  {INSERTS} inserts            {insert_total_s:>9.3} s   ({:.0}/s; target ≤ 1 s)", INSERTS as f64 / insert_total_s);
-    println!("  search p50               {search_p50_ms:>9.3} ms  (target ≤ 2 ms and ≤ 1.5 × floor)");
+    println!(
+        "stress-20k (hash embedder, 384 dims, {} threads)",
+        rayon::current_num_threads()
+    );
+    println!(
+        "  {INSERTS} inserts            {insert_total_s:>9.3} s   ({:.0}/s; target ≤ 1 s)",
+        INSERTS as f64 / insert_total_s
+    );
+    println!(
+        "  search p50               {search_p50_ms:>9.3} ms  (target ≤ 2 ms and ≤ 1.5 × floor)"
+    );
     println!("  search p99               {search_p99_ms:>9.3} ms");
-    println!("  scan floor               {scan_floor:>9.3} ms  (p50 / floor = {:.2})", search_p50_ms / scan_floor.max(1e-9));
+    println!(
+        "  scan floor               {scan_floor:>9.3} ms  (p50 / floor = {:.2})",
+        search_p50_ms / scan_floor.max(1e-9)
+    );
     println!("  20 × stats               {stats_20_ms:>9.3} ms");
     println!("  governance 20k -> 15k    {governance_s:>9.3} s");
     println!("  {GOVERNED} governed inserts     {governed_inserts_s:>9.3} s   (target ≤ 0.05 s)");
     println!("  reopen                   {reopen_s:>9.3} s   (target ≤ 0.2 s)");
-    println!("  disk                     {:>9.1} MB", disk_bytes as f64 / 1e6);
+    println!(
+        "  disk                     {:>9.1} MB",
+        disk_bytes as f64 / 1e6
+    );
     println!("  peak RSS                 {:>9.1} MB", peak_rss_mb());
-    println!("  checks                   {}", if checks.failed.is_empty() { "all passed".to_string() } else { format!("FAILED: {:?}", checks.failed) });
+    println!(
+        "  checks                   {}",
+        if checks.failed.is_empty() {
+            "all passed".to_string()
+        } else {
+            format!("FAILED: {:?}", checks.failed)
+        }
+    );
     println!("  written to {}", out.display());
     if !checks.failed.is_empty() {
         bail!("{} check(s) failed", checks.failed.len());

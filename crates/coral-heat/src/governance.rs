@@ -39,7 +39,14 @@ pub fn evict_lowest_heat(
     let mut scored: Vec<(f64, &Candidate)> = candidates
         .iter()
         .map(|c| {
-            let h = heat(c.access_count, c.last_access, c.importance, now, params, pool_max);
+            let h = heat(
+                c.access_count,
+                c.last_access,
+                c.importance,
+                now,
+                params,
+                pool_max,
+            );
             (h, c)
         })
         .collect();

@@ -63,7 +63,11 @@ mod tests {
 
     #[test]
     fn ttl_picks_only_items_past_their_ttl() {
-        let tier = [cand(1, 100.0, 100.0), cand(2, 10.0, 500.0), cand(3, 50.0, 50.0)];
+        let tier = [
+            cand(1, 100.0, 100.0),
+            cand(2, 10.0, 500.0),
+            cand(3, 50.0, 50.0),
+        ];
         assert_eq!(ttl_expired(&tier, 200.0, 100.0), vec![2, 3]);
         assert_eq!(ttl_expired(&tier, 200.0, 1_000.0), Vec::<u32>::new());
     }

@@ -6,7 +6,7 @@ mod cli;
 mod time;
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -66,7 +66,10 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
 }
 
 fn print_json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
 }
 
 fn run(cli: &Cli) -> Result<u8, Failure> {
@@ -80,7 +83,11 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             jsonl,
         } => {
             let coral = open(cli)?;
-            let at = at.as_deref().map(time::parse_time).transpose().map_err(usage)?;
+            let at = at
+                .as_deref()
+                .map(time::parse_time)
+                .transpose()
+                .map_err(usage)?;
             if *stdin || *jsonl {
                 if text.is_some() {
                     return Err(usage("give TEXT or --stdin, not both"));
@@ -88,7 +95,9 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 return insert_stream(&coral, *importance, project.clone(), at, *jsonl);
             }
             let Some(text) = text else {
-                return Err(usage("nothing to insert: give TEXT, or --stdin to read lines"));
+                return Err(usage(
+                    "nothing to insert: give TEXT, or --stdin to read lines",
+                ));
             };
             let outcome = coral.insert_with(
                 text,
@@ -104,7 +113,10 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else if outcome.inserted() {
                 println!("inserted {}", outcome.id());
             } else {
-                println!("merged into {} (a similar memory already existed)", outcome.id());
+                println!(
+                    "merged into {} (a similar memory already existed)",
+                    outcome.id()
+                );
             }
             coral.close()?;
             Ok(0)
@@ -117,7 +129,11 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             full,
         } => {
             let coral = open(cli)?;
-            let now = now.as_deref().map(time::parse_time).transpose().map_err(usage)?;
+            let now = now
+                .as_deref()
+                .map(time::parse_time)
+                .transpose()
+                .map_err(usage)?;
             let hits = coral.search_with(
                 query,
                 SearchOptions {
@@ -260,7 +276,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     }
 }
 
-fn import(cli: &Cli, dir: &PathBuf) -> Result<u8, Failure> {
+fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -384,7 +400,9 @@ fn parse_jsonl(
     let timestamp = match line.timestamp {
         None | Some(serde_json::Value::Null) => at,
         Some(serde_json::Value::Number(n)) => n.as_f64(),
-        Some(serde_json::Value::String(s)) => Some(time::parse_time(&s).map_err(anyhow::Error::msg)?),
+        Some(serde_json::Value::String(s)) => {
+            Some(time::parse_time(&s).map_err(anyhow::Error::msg)?)
+        }
         Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
     };
     Ok((

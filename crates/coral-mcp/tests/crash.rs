@@ -26,8 +26,8 @@ impl Rng {
 }
 
 const WORDS: [&str; 12] = [
-    "latte", "manual", "deploy", "咖啡", "翻译", "接口", "超时", "weekly", "metric", "项目", "review",
-    "发布",
+    "latte", "manual", "deploy", "咖啡", "翻译", "接口", "超时", "weekly", "metric", "项目",
+    "review", "发布",
 ];
 
 fn write_config(dir: &Path) -> std::path::PathBuf {
@@ -44,7 +44,13 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
 
 /// Run one writer, kill it after `kill_after` acknowledgements (or at once when 0), and return
 /// the ids it acknowledged.
-fn run_and_kill(config: &Path, round: u64, lines: usize, kill_after: usize, rng: &mut Rng) -> Vec<String> {
+fn run_and_kill(
+    config: &Path,
+    round: u64,
+    lines: usize,
+    kill_after: usize,
+    rng: &mut Rng,
+) -> Vec<String> {
     let mut child = Command::new(CORAL)
         .args(["-q", "--config"])
         .arg(config)
@@ -88,10 +94,10 @@ fn run_and_kill(config: &Path, round: u64, lines: usize, kill_after: usize, rng:
     // Acks already written to the pipe before the kill were acknowledged too.
     let mut line = String::new();
     while reader.read_line(&mut line).unwrap_or(0) > 0 {
-        if let Ok(ack) = serde_json::from_str::<serde_json::Value>(&line) {
-            if let Some(id) = ack["item_id"].as_str() {
-                acked.push(id.to_string());
-            }
+        if let Ok(ack) = serde_json::from_str::<serde_json::Value>(&line)
+            && let Some(id) = ack["item_id"].as_str()
+        {
+            acked.push(id.to_string());
         }
         line.clear();
     }
@@ -136,27 +142,41 @@ fn every_acknowledged_insert_survives_sigkill() {
     let rounds = 36;
     for round in 0..rounds {
         let kill_after = match rng.below(4) {
-            0 => 0,                                // during start-up or the first inserts
-            _ => 1 + rng.below(120) as usize,      // mid-stream, often inside a checkpoint
+            0 => 0,                           // during start-up or the first inserts
+            _ => 1 + rng.below(120) as usize, // mid-stream, often inside a checkpoint
         };
         let ids = run_and_kill(&config, round, 150, kill_after, &mut rng);
         acked.extend(ids);
         if round % 12 == 11 {
             let present = exported_ids(&config);
             let lost: Vec<_> = acked.difference(&present).collect();
-            assert!(lost.is_empty(), "seed {seed:#x} round {round}: lost {lost:?}");
+            assert!(
+                lost.is_empty(),
+                "seed {seed:#x} round {round}: lost {lost:?}"
+            );
         }
     }
-    assert!(acked.len() > 500, "too few acknowledgements to mean anything: {}", acked.len());
+    assert!(
+        acked.len() > 500,
+        "too few acknowledgements to mean anything: {}",
+        acked.len()
+    );
     let present = exported_ids(&config);
     let lost: Vec<_> = acked.difference(&present).collect();
-    assert!(lost.is_empty(), "seed {seed:#x}: lost {} acknowledged inserts: {lost:?}", lost.len());
+    assert!(
+        lost.is_empty(),
+        "seed {seed:#x}: lost {} acknowledged inserts: {lost:?}",
+        lost.len()
+    );
 
     // No damage was ever reported: a kill can only tear the last journal line.
     let stats = coral(&config, &["--json", "stats"]);
     let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(stats["stats"]["repairs"], serde_json::json!([]));
-    assert_eq!(stats["stats"]["total"].as_u64().unwrap() as usize, present.len());
+    assert_eq!(
+        stats["stats"]["total"].as_u64().unwrap() as usize,
+        present.len()
+    );
     // Reopening again changes nothing.
     assert_eq!(exported_ids(&config), present);
 }

@@ -33,7 +33,10 @@ pub fn bitmap_jaccard(a: &Bitmap, b: &Bitmap) -> f64 {
 pub(crate) fn bitmap_jaccard_with_count(a: &Bitmap, count_a: u32, b: &Bitmap) -> f64 {
     let sum = count_a + popcount(b);
     let hamming = hamming(a, b);
-    ratio(((sum - hamming) / 2) as usize, ((sum + hamming) / 2) as usize)
+    ratio(
+        ((sum - hamming) / 2) as usize,
+        ((sum + hamming) / 2) as usize,
+    )
 }
 
 const ZERO: Bitmap = [0; BITMAP_WORDS];

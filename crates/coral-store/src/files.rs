@@ -70,7 +70,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut f = File::create(&tmp).at(&tmp)?;
@@ -118,7 +121,10 @@ pub struct Loaded {
 }
 
 fn line_of(bytes: &[u8], offset: usize) -> usize {
-    1 + bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count()
+    1 + bytes[..offset.min(bytes.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
 }
 
 /// Read a JSON array of items (`coral_warm.json`, `coral_hot.json`). A missing file is empty;
@@ -249,7 +255,10 @@ pub fn encode_item_array<'a>(
 
 /// Encode items one per line with Python's separators; skipped raw lines are written first,
 /// unchanged.
-pub fn encode_item_lines<'a>(items: impl Iterator<Item = &'a Item>, skipped: &[Skipped]) -> Vec<u8> {
+pub fn encode_item_lines<'a>(
+    items: impl Iterator<Item = &'a Item>,
+    skipped: &[Skipped],
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 * 1024);
     for s in skipped {
         out.extend_from_slice(&s.raw);
@@ -304,7 +313,9 @@ mod tests {
 
         let cold = dir.path().join("c.jsonl");
         let mut bytes = b"{\"item_id\": \"a\", \"content\": \"ok\", \"timestamp\": 1}\n".to_vec();
-        bytes.extend_from_slice(b"\xff\xfe not utf8\n{\"item_id\": \"b\", \"content\": \"  \", \"timestamp\": 1}\n");
+        bytes.extend_from_slice(
+            b"\xff\xfe not utf8\n{\"item_id\": \"b\", \"content\": \"  \", \"timestamp\": 1}\n",
+        );
         std::fs::write(&cold, &bytes).unwrap();
         let loaded = read_item_lines(&cold).unwrap();
         assert_eq!(loaded.items.len(), 1);
@@ -320,7 +331,12 @@ mod tests {
         let err = read_item_array(&warm).unwrap_err();
         assert!(matches!(err, Error::Corrupted { .. }), "{err}");
         std::fs::write(&warm, b"[\xff]").unwrap();
-        assert!(read_item_array(&warm).unwrap_err().to_string().contains("UTF-8"));
+        assert!(
+            read_item_array(&warm)
+                .unwrap_err()
+                .to_string()
+                .contains("UTF-8")
+        );
     }
 
     #[test]

@@ -280,14 +280,20 @@ mod tests {
 
     #[test]
     fn integers_and_missing_optional_keys_are_accepted() {
-        let item: Item =
-            serde_json::from_str(r#"{"item_id":"a","content":"hello","timestamp":100,"access_count":2.0}"#)
-                .unwrap();
+        let item: Item = serde_json::from_str(
+            r#"{"item_id":"a","content":"hello","timestamp":100,"access_count":2.0}"#,
+        )
+        .unwrap();
         assert_eq!(item.last_access, 100.0);
         assert_eq!(item.access_count, 2);
         assert_eq!(item.token_count, 1);
         assert!(serde_json::from_str::<Item>(r#"{"content":"x","timestamp":1}"#).is_err());
-        assert!(serde_json::from_str::<Item>(r#"{"item_id":"a","content":"x","timestamp":1,"access_count":-1}"#).is_err());
+        assert!(
+            serde_json::from_str::<Item>(
+                r#"{"item_id":"a","content":"x","timestamp":1,"access_count":-1}"#
+            )
+            .is_err()
+        );
     }
 
     #[test]

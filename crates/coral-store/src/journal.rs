@@ -108,7 +108,9 @@ fn de_vector<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
         .decode(text.as_bytes())
         .map_err(serde::de::Error::custom)?;
     if bytes.len() % 4 != 0 {
-        return Err(serde::de::Error::custom("vector bytes are not a multiple of 4"));
+        return Err(serde::de::Error::custom(
+            "vector bytes are not a multiple of 4",
+        ));
     }
     Ok(bytes
         .chunks_exact(4)
@@ -209,7 +211,10 @@ pub fn scan(bytes: &[u8]) -> Scan {
                 out.valid_len = offset;
             }
             Err(detail) => {
-                let lines = bytes[offset..].split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
+                let lines = bytes[offset..]
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .count();
                 out.damage = Some(Damage {
                     line: line_no,
                     offset,
@@ -315,7 +320,12 @@ pub struct Journal {
 
 impl Journal {
     /// Open an existing journal for appending at `valid_len` (dropping any torn tail).
-    pub fn open(path: &Path, valid_len: u64, generation: u64, policy: SyncPolicy) -> Result<Journal> {
+    pub fn open(
+        path: &Path,
+        valid_len: u64,
+        generation: u64,
+        policy: SyncPolicy,
+    ) -> Result<Journal> {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -342,7 +352,10 @@ impl Journal {
         let mut buf = Vec::new();
         encode_line(&Record::Begin { generation }, &mut buf);
         crate::files::write_atomic(&self.path, &buf, self.policy.syncs())?;
-        let file = OpenOptions::new().append(true).open(&self.path).at(&self.path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .at(&self.path)?;
         let file = Arc::new(file);
         if let Some(s) = &self.syncer {
             *s.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&file);

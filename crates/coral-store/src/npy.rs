@@ -84,8 +84,8 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Matrix> {
     let header = std::str::from_utf8(&bytes[header_start..data_start])
         .map_err(|_| bad(path, format!(".npy v{major} header is not text")))?;
     let descr = dict_value(header, "descr").ok_or_else(|| bad(path, "header has no 'descr'"))?;
-    let fortran =
-        dict_value(header, "fortran_order").ok_or_else(|| bad(path, "header has no 'fortran_order'"))?;
+    let fortran = dict_value(header, "fortran_order")
+        .ok_or_else(|| bad(path, "header has no 'fortran_order'"))?;
     let shape = dict_value(header, "shape").ok_or_else(|| bad(path, "header has no 'shape'"))?;
     let width = match descr.trim_matches(|c| c == '\'' || c == '"') {
         "<f4" => 4,
@@ -102,7 +102,8 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Matrix> {
         "True" => true,
         other => return Err(bad(path, format!("fortran_order {other} is not a boolean"))),
     };
-    let dims = parse_shape(shape).ok_or_else(|| bad(path, format!("shape {shape} is not valid")))?;
+    let dims =
+        parse_shape(shape).ok_or_else(|| bad(path, format!("shape {shape} is not valid")))?;
     let (rows, cols) = match dims.as_slice() {
         [0] => (0, 0),
         [r, c] => (*r, *c),
@@ -117,7 +118,7 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<Matrix> {
         .checked_mul(cols)
         .ok_or_else(|| bad(path, format!("shape ({rows}, {cols}) is too large")))?;
     let payload = &bytes[data_start..];
-    let expected = count.checked_mul(width).unwrap_or(usize::MAX);
+    let expected = count.saturating_mul(width);
     if payload.len() != expected {
         return Err(bad(
             path,

@@ -34,10 +34,10 @@ pub struct Pool {
 /// ordering by key is ordering by id), otherwise the FNV-1a hash of its bytes (stable, but not
 /// alphabetical).
 pub fn tiebreak_key(id: &str) -> u64 {
-    if id.len() == 16 {
-        if let Ok(v) = u64::from_str_radix(id, 16) {
-            return v;
-        }
+    if id.len() == 16
+        && let Ok(v) = u64::from_str_radix(id, 16)
+    {
+        return v;
     }
     id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)

@@ -97,7 +97,9 @@ impl Snapshot {
         }
         for (tier, n) in Tier::ALL.iter().zip(merged) {
             if n > 0 {
-                notes.push(format!("merged {n} duplicate id(s) found in the {tier} tier"));
+                notes.push(format!(
+                    "merged {n} duplicate id(s) found in the {tier} tier"
+                ));
             }
         }
         let skipped = [hot.skipped, warm.skipped, cold.skipped];
@@ -249,7 +251,11 @@ impl Store {
         let mut valid_len = scan.valid_len;
         if let Some(damage) = &scan.damage {
             let quarantine = quarantine_path(&paths.wal);
-            files::write_atomic(&quarantine, &wal_bytes[damage.offset..], options.sync.syncs())?;
+            files::write_atomic(
+                &quarantine,
+                &wal_bytes[damage.offset..],
+                options.sync.syncs(),
+            )?;
             valid_len = damage.offset;
             let repair = Repair {
                 path: paths.wal.clone(),
@@ -360,22 +366,27 @@ impl Store {
                 summary_id,
                 at,
             } = r
+                && let Some(row) = self.pool.row(id)
             {
-                if let Some(row) = self.pool.row(id) {
-                    let mut entry = self.pool.item(row).clone();
-                    entry.extra.insert("archive_reason".into(), reason.clone().into());
-                    entry.extra.insert("archived_at".into(), (*at).into());
-                    if let Some(s) = summary_id {
-                        entry.extra.insert("summary_id".into(), s.clone().into());
-                    }
-                    to_python_line(&entry, &mut archive);
-                    archive.push(b'\n');
+                let mut entry = self.pool.item(row).clone();
+                entry
+                    .extra
+                    .insert("archive_reason".into(), reason.clone().into());
+                entry.extra.insert("archived_at".into(), (*at).into());
+                if let Some(s) = summary_id {
+                    entry.extra.insert("summary_id".into(), s.clone().into());
                 }
+                to_python_line(&entry, &mut archive);
+                archive.push(b'\n');
             }
         }
         if !archive.is_empty() {
             let path = &self.paths.archive;
-            let mut f = OpenOptions::new().create(true).append(true).open(path).at(path)?;
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .at(path)?;
             f.write_all(&archive).at(path)?;
             if self.options.sync == SyncPolicy::Always {
                 f.sync_data().at(path)?;
@@ -467,7 +478,11 @@ impl Store {
             (ids.len(), ids, std::borrow::Cow::Owned(data))
         };
         files::write_atomic(&self.paths.vectors, &npy::encode(rows, dim, &data), sync)?;
-        files::write_atomic(&self.paths.index, &files::encode_index(ids.into_iter()), sync)?;
+        files::write_atomic(
+            &self.paths.index,
+            &files::encode_index(ids.into_iter()),
+            sync,
+        )?;
         for tier in [Tier::Cold, Tier::Warm, Tier::Hot] {
             let mut rows: Vec<&Item> = pool.tier_rows(tier).iter().map(|r| pool.item(r)).collect();
             rows.sort_by(|a, b| {
@@ -477,9 +492,18 @@ impl Store {
             });
             let skipped = &self.skipped[tier.index()];
             let (path, bytes) = match tier {
-                Tier::Cold => (&self.paths.cold, files::encode_item_lines(rows.into_iter(), skipped)),
-                Tier::Warm => (&self.paths.warm, files::encode_item_array(rows.into_iter(), skipped)),
-                Tier::Hot => (&self.paths.hot, files::encode_item_array(rows.into_iter(), skipped)),
+                Tier::Cold => (
+                    &self.paths.cold,
+                    files::encode_item_lines(rows.into_iter(), skipped),
+                ),
+                Tier::Warm => (
+                    &self.paths.warm,
+                    files::encode_item_array(rows.into_iter(), skipped),
+                ),
+                Tier::Hot => (
+                    &self.paths.hot,
+                    files::encode_item_array(rows.into_iter(), skipped),
+                ),
             };
             files::write_atomic(path, &bytes, sync)?;
         }
@@ -497,7 +521,12 @@ impl Store {
         self.paths
             .data_files()
             .iter()
-            .map(|(label, path)| (*label, std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)))
+            .map(|(label, path)| {
+                (
+                    *label,
+                    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                )
+            })
             .collect()
     }
 

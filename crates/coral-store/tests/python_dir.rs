@@ -42,12 +42,20 @@ fn the_original_directory_opens_with_every_item() {
     assert_eq!((counts.hot, counts.warm, counts.cold), (0, 2, 3));
     assert_eq!(store.skipped_lines(), 1);
     assert!(
-        store.notes().iter().any(|n| n.contains("coral_cold.jsonl line 3")),
+        store
+            .notes()
+            .iter()
+            .any(|n| n.contains("coral_cold.jsonl line 3")),
         "{:?}",
         store.notes()
     );
     assert!(store.notes().iter().any(|n| n.contains("1 duplicate")));
-    assert!(store.notes().iter().any(|n| n.contains("belong to no stored item")));
+    assert!(
+        store
+            .notes()
+            .iter()
+            .any(|n| n.contains("belong to no stored item"))
+    );
 
     // The duplicate cold id merged: highest count, latest access, highest importance.
     let (item, tier) = store.get("c22c61b6e7c02ed2").unwrap();
@@ -89,11 +97,19 @@ fn a_checkpoint_writes_the_original_shapes() {
     assert_eq!(lines[0], src[2]);
     assert!(lines.contains(&src[1]));
     assert!(lines.contains(&src[4]));
-    assert!(lines.iter().any(|l| l.contains("\"access_count\": 5") && l.contains("\"last_access\": 1774000500.0")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"access_count\": 5")
+                && l.contains("\"last_access\": 1774000500.0"))
+    );
 
     // Index: a JSON array of ids in Python's separators; npy: v1.0 '<f4' (n, 8), aligned.
     let index = std::fs::read_to_string(dir.path().join("coral_vector_index.json")).unwrap();
-    assert!(index.starts_with("[\"") && index.contains("\", \""), "{index}");
+    assert!(
+        index.starts_with("[\"") && index.contains("\", \""),
+        "{index}"
+    );
     let ids: Vec<String> = serde_json::from_str(&index).unwrap();
     assert_eq!(ids.len(), 5);
     let bytes = std::fs::read(dir.path().join("coral_vectors.npy")).unwrap();
@@ -101,7 +117,10 @@ fn a_checkpoint_writes_the_original_shapes() {
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     assert_eq!((10 + header_len) % 64, 0);
     let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
-    assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (5, 8)"), "{header}");
+    assert!(
+        header.contains("'descr': '<f4'") && header.contains("'shape': (5, 8)"),
+        "{header}"
+    );
     let m = npy::read(&dir.path().join("coral_vectors.npy")).unwrap();
     assert_eq!((m.rows, m.cols), (5, 8));
 

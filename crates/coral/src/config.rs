@@ -414,8 +414,9 @@ impl Config {
         };
         let mut created = false;
         let text = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8(bytes)
-                .map_err(|_| err("the file is not valid UTF-8".into()))?,
+            Ok(bytes) => {
+                String::from_utf8(bytes).map_err(|_| err("the file is not valid UTF-8".into()))?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)
@@ -486,7 +487,12 @@ impl Config {
         let m = &self.memory;
         finite("memory.sim_threshold_hot", m.sim_threshold_hot, 0.0, 1.0);
         finite("memory.hot_ttl_hours", m.hot_ttl_hours, 0.0, 1e9);
-        finite("memory.distill_sim_threshold", m.distill_sim_threshold, 0.0, 1.0);
+        finite(
+            "memory.distill_sim_threshold",
+            m.distill_sim_threshold,
+            0.0,
+            1.0,
+        );
         let r = &self.retrieval;
         finite("retrieval.weights.vector", r.weights.vector, -1e6, 1e6);
         finite("retrieval.weights.jaccard", r.weights.jaccard, -1e6, 1e6);
@@ -500,10 +506,25 @@ impl Config {
         finite("heat.weights.importance", h.weights.importance, -1e6, 1e6);
         finite("heat.tau_days", h.tau_days, 0.0, 1e9);
         finite("heat.freq_scale", h.freq_scale, 0.0, 1e12);
-        finite("heat.cold_fold_interval_seconds", h.cold_fold_interval_seconds, 0.0, 1e9);
-        finite("reload.check_interval_seconds", self.reload.check_interval_seconds, 0.0, 1e9);
+        finite(
+            "heat.cold_fold_interval_seconds",
+            h.cold_fold_interval_seconds,
+            0.0,
+            1e9,
+        );
+        finite(
+            "reload.check_interval_seconds",
+            self.reload.check_interval_seconds,
+            0.0,
+            1e9,
+        );
         let s = &self.storage;
-        finite("storage.vector_save_interval_seconds", s.vector_save_interval_seconds, 0.0, 1e9);
+        finite(
+            "storage.vector_save_interval_seconds",
+            s.vector_save_interval_seconds,
+            0.0,
+            1e9,
+        );
         finite("storage.warn_ratio", s.warn_ratio, 0.0, 1.0);
         finite("storage.hard_ratio", s.hard_ratio, 0.0, 1.0);
         if r.top_k == 0 {
@@ -659,11 +680,26 @@ mod tests {
                 assert!(err.contains(n), "{err:?} should contain {n:?}");
             }
         };
-        check(r#"{"memory": {"capacity_threshold": "lots"}}"#, &["memory.capacity_threshold", "lots"]);
-        check(r#"{"memory": {"capacity_threshold": -5}}"#, &["memory.capacity_threshold", "-5"]);
-        check(r#"{"storage": {"hard_ratio": 1.5}}"#, &["storage.hard_ratio", "1.5"]);
-        check(r#"{"retrieval": {"mode": "magic"}}"#, &["retrieval.mode", "magic"]);
-        check(r#"{"retrieval": {"mode": "rrf"}}"#, &["retrieval.mode", "not available"]);
+        check(
+            r#"{"memory": {"capacity_threshold": "lots"}}"#,
+            &["memory.capacity_threshold", "lots"],
+        );
+        check(
+            r#"{"memory": {"capacity_threshold": -5}}"#,
+            &["memory.capacity_threshold", "-5"],
+        );
+        check(
+            r#"{"storage": {"hard_ratio": 1.5}}"#,
+            &["storage.hard_ratio", "1.5"],
+        );
+        check(
+            r#"{"retrieval": {"mode": "magic"}}"#,
+            &["retrieval.mode", "magic"],
+        );
+        check(
+            r#"{"retrieval": {"mode": "rrf"}}"#,
+            &["retrieval.mode", "not available"],
+        );
         check(r#"{"memory": {"#, &["line 1"]);
         check("[1]", &["object"]);
         check(
@@ -689,9 +725,18 @@ mod tests {
             ..Config::default()
         };
         let p = c.store_paths();
-        assert_eq!(p.warm, PathBuf::from("/srv/agent/memory_data/coral_warm.json"));
-        assert_eq!(p.wal, PathBuf::from("/srv/agent/memory_data/coral_wal.jsonl"));
+        assert_eq!(
+            p.warm,
+            PathBuf::from("/srv/agent/memory_data/coral_warm.json")
+        );
+        assert_eq!(
+            p.wal,
+            PathBuf::from("/srv/agent/memory_data/coral_wal.jsonl")
+        );
         c.data_dir_override = Some(PathBuf::from("/data"));
-        assert_eq!(c.store_paths().cold, PathBuf::from("/data/coral_cold.jsonl"));
+        assert_eq!(
+            c.store_paths().cold,
+            PathBuf::from("/data/coral_cold.jsonl")
+        );
     }
 }

@@ -212,7 +212,9 @@ fn sync_policy(config: &Config) -> SyncPolicy {
     match config.storage.sync.as_str() {
         "always" => SyncPolicy::Always,
         "never" => SyncPolicy::Never,
-        _ => SyncPolicy::Interval(Duration::from_millis(config.storage.sync_interval_ms.max(1))),
+        _ => SyncPolicy::Interval(Duration::from_millis(
+            config.storage.sync_interval_ms.max(1),
+        )),
     }
 }
 
@@ -358,7 +360,9 @@ impl Coral {
         if engine.store.get(id).is_none() {
             return Ok(false);
         }
-        engine.store.commit(vec![Record::Delete { id: id.into() }])?;
+        engine
+            .store
+            .commit(vec![Record::Delete { id: id.into() }])?;
         engine.dedup.remove(id);
         Ok(true)
     }
@@ -374,7 +378,11 @@ impl Coral {
             id: id.into(),
             importance,
         }])?;
-        Ok(engine.store.get(id).map(|(i, _)| i.clone()).ok_or_else(|| Error::NotFound(id.into()))?)
+        engine
+            .store
+            .get(id)
+            .map(|(i, _)| i.clone())
+            .ok_or_else(|| Error::NotFound(id.into()))
     }
 
     /// Checkpoint: rewrite the compatible files and fsync. Data is durable without it.
@@ -489,10 +497,15 @@ pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
 fn unenforced_settings(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     if config.storage.max_bytes > 0 {
-        out.push("storage.max_bytes is set, but this version does not enforce a disk budget yet".into());
+        out.push(
+            "storage.max_bytes is set, but this version does not enforce a disk budget yet".into(),
+        );
     }
     if config.memory.project_quota > 0 {
-        out.push("memory.project_quota is set, but this version does not enforce project quotas yet".into());
+        out.push(
+            "memory.project_quota is set, but this version does not enforce project quotas yet"
+                .into(),
+        );
     }
     if !config.llm.base_url.is_empty() {
         out.push("llm.base_url is set, but this version does not distil memories yet".into());

@@ -61,7 +61,11 @@ impl Coral {
                     continue;
                 }
                 // Python Coral never persisted its hot tier; anything found there is ours.
-                let tier = if *tier == Tier::Hot { Tier::Warm } else { *tier };
+                let tier = if *tier == Tier::Hot {
+                    Tier::Warm
+                } else {
+                    *tier
+                };
                 records.push(Record::Put {
                     tier,
                     item: item.clone(),

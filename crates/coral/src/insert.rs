@@ -4,9 +4,7 @@ use coral_embed::{TextFeatures, item_id, text_features, token_count};
 use coral_store::{Item, Record, Tier};
 
 use crate::config::Config;
-use crate::engine::{
-    Coral, Engine, Insert, InsertOptions, check_importance, check_text, unix_now,
-};
+use crate::engine::{Coral, Engine, Insert, InsertOptions, check_importance, check_text, unix_now};
 use crate::error::{Error, Result};
 
 impl Coral {

@@ -28,8 +28,8 @@ mod search;
 
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights,
-    StorageConfig, ThreadsConfig,
+    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, StorageConfig,
+    ThreadsConfig,
 };
 pub use coral_embed::{Embedder, HashEmbedder};
 pub use coral_store::{Item, Tier};

@@ -39,7 +39,10 @@ fn candidate(pool: &Pool, row: u32) -> Candidate {
 }
 
 fn candidates(pool: &Pool, tier: Tier) -> Vec<Candidate> {
-    pool.tier_rows(tier).iter().map(|r| candidate(pool, r)).collect()
+    pool.tier_rows(tier)
+        .iter()
+        .map(|r| candidate(pool, r))
+        .collect()
 }
 
 fn ids(pool: &Pool, rows: &[u32]) -> Vec<String> {
@@ -60,14 +63,20 @@ impl Engine {
             hot.retain(|c| !expired.contains(&c.key));
             warm.extend(expired.iter().map(|&r| candidate(pool, r)));
             for id in ids(pool, &expired) {
-                records.push(Record::Move { id, tier: Tier::Warm });
+                records.push(Record::Move {
+                    id,
+                    tier: Tier::Warm,
+                });
             }
         }
         let mut to_cold = lru_overflow(&hot, m.max_hot_entries);
         to_cold.extend(lru_overflow(&warm, m.max_warm_entries));
         for id in ids(pool, &to_cold) {
             self.dedup.remove(&id);
-            records.push(Record::Move { id, tier: Tier::Cold });
+            records.push(Record::Move {
+                id,
+                tier: Tier::Cold,
+            });
         }
         self.store.commit(records)?;
 
@@ -83,7 +92,8 @@ impl Engine {
         // 3. Capacity governance over the whole pool.
         let total = self.store.pool().len();
         let capacity = m.capacity_threshold;
-        let excess = excess_over_capacity(total, capacity, headroom(capacity, m.governance_headroom));
+        let excess =
+            excess_over_capacity(total, capacity, headroom(capacity, m.governance_headroom));
         if excess > 0 {
             let pool = self.store.pool();
             let all: Vec<Candidate> = (0..pool.len() as u32).map(|r| candidate(pool, r)).collect();
@@ -92,9 +102,8 @@ impl Engine {
         }
         if self.dedup.len() > 2 * (self.store.counts().hot + self.store.counts().warm) + 64 {
             let pool = self.store.pool();
-            self.dedup.retain(|id, _| {
-                pool.row(id).is_some_and(|r| pool.tier(r) != Tier::Cold)
-            });
+            self.dedup
+                .retain(|id, _| pool.row(id).is_some_and(|r| pool.tier(r) != Tier::Cold));
         }
         Ok(())
     }

@@ -6,9 +6,7 @@ use coral_score::{Query, Weights, scan};
 use coral_store::{Record, Tier};
 use roaring::RoaringBitmap;
 
-use crate::engine::{
-    Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now,
-};
+use crate::engine::{Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now};
 use crate::error::{Error, Result};
 
 impl Coral {
@@ -39,11 +37,17 @@ impl Coral {
         }
         let now = options.now.unwrap_or_else(unix_now);
         if !now.is_finite() {
-            return Err(Error::InvalidInput(format!("now must be a Unix time, got {now}")));
+            return Err(Error::InvalidInput(format!(
+                "now must be a Unix time, got {now}"
+            )));
         }
         let features = text_features(query);
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
-        let project = options.project.as_deref().map(str::trim).filter(|p| !p.is_empty());
+        let project = options
+            .project
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
 
         let mut engine = self.lock();
         let pool = engine.store.pool();
@@ -89,7 +93,10 @@ impl Coral {
                 }
             })
             .collect();
-        let ids: Vec<String> = records.iter().filter_map(|r| r.id().map(String::from)).collect();
+        let ids: Vec<String> = records
+            .iter()
+            .filter_map(|r| r.id().map(String::from))
+            .collect();
         engine.store.commit(records)?;
         let pool = engine.store.pool();
         let hits = scored
@@ -114,7 +121,11 @@ impl Coral {
 }
 
 /// Rows allowed by the cold-tier settings, or `None` when every row is searchable.
-fn cold_filter(pool: &coral_store::Pool, include_cold: bool, newest: usize) -> Option<RoaringBitmap> {
+fn cold_filter(
+    pool: &coral_store::Pool,
+    include_cold: bool,
+    newest: usize,
+) -> Option<RoaringBitmap> {
     let cold = pool.tier_rows(Tier::Cold);
     if include_cold && (newest == 0 || cold.len() as usize <= newest) {
         return None;
@@ -123,7 +134,9 @@ fn cold_filter(pool: &coral_store::Pool, include_cold: bool, newest: usize) -> O
     allow -= cold;
     if include_cold {
         let mut by_age: Vec<u32> = cold.iter().collect();
-        by_age.sort_by(|&a, &b| pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize]));
+        by_age.sort_by(|&a, &b| {
+            pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize])
+        });
         allow.extend(by_age.into_iter().take(newest));
     }
     Some(allow)

@@ -1,0 +1,302 @@
+//! The `coral` binary end to end: every command, its output, exit codes and errors.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const CORAL: &str = env!("CARGO_BIN_EXE_coral");
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("coral_config.json")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with_stdin(args, None)
+    }
+
+    fn run_with_stdin(&self, args: &[&str], input: Option<&str>) -> Output {
+        let mut child = Command::new(CORAL)
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env_remove("CORAL_DATA_DIR")
+            .env_remove("CORAL_CONFIG_PATH")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(text) = input {
+            stdin.write_all(text.as_bytes()).unwrap();
+        }
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Run, expect `code`, return stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        self.expect(args, 0)
+    }
+
+    fn expect(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "coral {args:?}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&all)).unwrap()
+    }
+}
+
+fn data(env: &Env) -> &Path {
+    env.dir.path()
+}
+
+#[test]
+fn insert_search_get_mark_delete_round_trip() {
+    let env = Env::new();
+    let first = env.json(&["insert", "用户喜欢喝冰镇拿铁咖啡", "--importance", "0.8"]);
+    assert_eq!(first["inserted"], true);
+    let id = first["item_id"].as_str().unwrap().to_string();
+    assert_eq!(id, "3fc954c05432b266");
+    let dup = env.json(&["insert", "用户喜欢喝冰镇拿铁咖啡！"]);
+    assert_eq!(dup["inserted"], false);
+    assert_eq!(dup["item_id"], id.as_str());
+    env.ok(&[
+        "insert",
+        "Translate product manuals in a formal register",
+        "--project",
+        "docs",
+    ]);
+
+    let found = env.json(&["search", "拿铁", "-k", "2"]);
+    assert_eq!(found["count"], 2);
+    assert_eq!(found["hits"][0]["item"]["item_id"], id.as_str());
+    let scores = &found["hits"][0]["scores"];
+    assert!(scores["jaccard"].as_f64().unwrap() > 0.0);
+    assert!(scores["vector"].as_f64().unwrap() > 0.0);
+
+    let human = env.ok(&["search", "product manuals"]);
+    assert!(human.contains("Translate product manuals"), "{human}");
+
+    let got = env.json(&["get", &id]);
+    // insert 1 + merge 1 + two search hits
+    assert_eq!(got["access_count"], 4);
+    assert_eq!(got["tier"], "hot");
+
+    let marked = env.json(&["mark", &id, "--importance", "0.2"]);
+    assert_eq!(marked["importance"], 0.2);
+    assert_eq!(env.json(&["get", &id])["importance"], 0.2);
+
+    assert_eq!(env.json(&["delete", &id])["ok"], true);
+    env.expect(&["get", &id], 1);
+    env.expect(&["delete", &id], 1);
+
+    let exported = env.ok(&["export"]);
+    let lines: Vec<serde_json::Value> = exported
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["project"], "docs");
+
+    let stats = env.json(&["stats"]);
+    assert_eq!(stats["stats"]["total"], 1);
+    assert_eq!(stats["stats"]["embedder"], "hash");
+    assert!(stats["disk_usage"]["total_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(env.json(&["flush"])["flushed"], true);
+}
+
+#[test]
+fn usage_errors_exit_2_and_runtime_errors_exit_1() {
+    let env = Env::new();
+    for args in [
+        vec!["insert", "   "],
+        vec!["insert", "x", "--importance", "1.5"],
+        vec!["insert", "x", "--importance", "NaN"],
+        vec!["insert"],
+        vec!["search", "q", "-k", "0"],
+        vec!["insert", "x", "--at", "yesterday"],
+        vec!["frobnicate"],
+    ] {
+        let out = env.run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty());
+    }
+    env.expect(&["mark", "0000000000000000"], 1);
+    // Nothing was stored by the failures.
+    assert_eq!(env.json(&["stats"])["stats"]["total"], 0);
+
+    std::fs::write(
+        env.config(),
+        r#"{"memory": {"capacity_threshold": "many"}}"#,
+    )
+    .unwrap();
+    let out = env.run(&["stats"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("memory.capacity_threshold") && err.contains("many"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stdin_acknowledges_each_line_and_jsonl_sets_fields() {
+    let env = Env::new();
+    let out = env.run_with_stdin(
+        &["insert", "--stdin"],
+        Some("周五下午开周会\n\nthe user prefers metric units\n"),
+    );
+    assert!(out.status.success());
+    let acks: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(acks.len(), 2);
+    assert!(acks.iter().all(|a| a["inserted"] == true));
+
+    let out = env.run_with_stdin(
+        &["insert", "--stdin", "--jsonl"],
+        Some(concat!(
+            r#"{"content": "旧笔记：项目 A 上线", "importance": 0.9, "project": "A", "timestamp": "2026-04-10T09:30:00+08:00"}"#,
+            "\n",
+            r#"{"content": ""}"#,
+            "\n",
+            "not json\n",
+            r#"{"content": "ok", "timestamp": 1700000000}"#,
+            "\n"
+        )),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "failed lines make the exit code 1"
+    );
+    let acks: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(acks.len(), 4);
+    assert_eq!(acks[1]["line"], 2);
+    assert!(acks[1]["error"].as_str().unwrap().contains("empty"));
+    assert_eq!(acks[2]["line"], 3);
+    let id = acks[0]["item_id"].as_str().unwrap();
+    let item = env.json(&["get", id]);
+    assert_eq!(item["timestamp"], 1_775_784_600.0);
+    assert_eq!(item["project"], "A");
+    assert_eq!(item["importance"], 0.9);
+    // Ten days old: the TTL moved it out of the hot tier.
+    assert_eq!(item["tier"], "warm");
+
+    // --now scores as of another time: at creation time the recency term is 1.
+    let hits = env.json(&[
+        "search",
+        "项目 上线",
+        "--now",
+        "2026-04-10T01:30:00Z",
+        "-k",
+        "1",
+    ]);
+    assert_eq!(hits["hits"][0]["scores"]["time"], 1.0);
+}
+
+#[test]
+fn a_second_writer_is_refused_with_the_holders_pid() {
+    let env = Env::new();
+    env.ok(&["insert", "seed memory"]);
+    let mut holder = Command::new(CORAL)
+        .arg("--config")
+        .arg(env.config())
+        .args(["-q", "insert", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    writeln!(stdin, "held memory").unwrap();
+    let mut ack = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ack,
+    )
+    .unwrap();
+    assert!(ack.contains("item_id"));
+    let out = env.run(&["stats"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("in use") && err.contains(&holder.id().to_string()),
+        "{err}"
+    );
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(env.json(&["stats"])["stats"]["total"], 2);
+}
+
+#[test]
+fn import_copies_a_python_directory() {
+    let env = Env::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/python_dir");
+    let source = data(&env).join("python_data");
+    std::fs::create_dir(&source).unwrap();
+    for f in [
+        "coral_warm.json",
+        "coral_cold.jsonl",
+        "coral_vectors.npy",
+        "coral_vector_index.json",
+    ] {
+        std::fs::copy(fixture.join(f), source.join(f)).unwrap();
+    }
+    let before: Vec<u8> = std::fs::read(source.join("coral_cold.jsonl")).unwrap();
+    let report = env.json(&["import", source.to_str().unwrap()]);
+    assert_eq!(report["imported"], 5);
+    assert_eq!(report["skipped_lines"], 1);
+    assert_eq!(report["found"]["warm"], 2);
+    assert_eq!(report["found"]["cold"], 3);
+    // The fixture's vectors are dim 8; the default embedder is 384: all recomputed.
+    assert_eq!(report["vectors_recomputed"], 5);
+    assert_eq!(
+        std::fs::read(source.join("coral_cold.jsonl")).unwrap(),
+        before,
+        "source untouched"
+    );
+    let merged = env.json(&["get", "c22c61b6e7c02ed2"]);
+    assert_eq!(merged["access_count"], 5);
+    assert_eq!(merged["tier"], "cold");
+    // Importing again adds nothing.
+    assert_eq!(
+        env.json(&["import", source.to_str().unwrap()])["already_present"],
+        5
+    );
+    env.expect(&["import", data(&env).join("nope").to_str().unwrap()], 2);
+}
