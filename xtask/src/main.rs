@@ -5,6 +5,7 @@
 //! - `deps`: check that the crate graph follows ARCHITECTURE.md.
 //! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
 //!   `target/coral-bench/stress-20k.json`.
+//! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
 mod deps;
@@ -25,6 +26,14 @@ fn main() -> Result<()> {
         "ci" => ci(),
         "deps" => deps::check(&root()),
         "stress-20k" => stress::run(&root(), &args[1..]),
+        "bench" => {
+            let mut a = vec!["bench", "-p", "coral-benches"];
+            if args.len() > 1 {
+                a.push("--");
+                a.extend(args[1..].iter().map(String::as_str));
+            }
+            cargo(&a)
+        }
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -44,6 +53,7 @@ fn print_help() {
          ci           fmt check, clippy -D warnings, dependency rules, cargo test --workspace\n  \
          deps         check the crate dependency rules\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
+         bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
     );
 }
