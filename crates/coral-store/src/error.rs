@@ -15,7 +15,11 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A file's bytes are not what they must be. Nothing was changed.
-    #[error("{} is damaged at line {line}: {detail}", path.display())]
+    #[error(
+        "{} is damaged{}: {detail}",
+        path.display(),
+        if *line > 0 { format!(" at line {line}") } else { String::new() }
+    )]
     Corrupted {
         /// The damaged file.
         path: PathBuf,

@@ -87,6 +87,12 @@ impl Item {
         if self.item_id.is_empty() {
             return Err("item_id is empty".into());
         }
+        if self.project.as_deref().is_some_and(|p| p.trim().is_empty()) {
+            return Err(format!(
+                "item {} has an empty project name (leave it out instead)",
+                self.item_id
+            ));
+        }
         if self.content.trim().is_empty() {
             return Err(format!("item {} has empty content", self.item_id));
         }

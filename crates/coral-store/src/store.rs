@@ -404,6 +404,8 @@ impl Store {
 
     fn validate(&self, records: &[Record]) -> Result<()> {
         let mut added: Vec<&str> = Vec::new();
+        // Ids named by the records before the current one.
+        let mut touched: Vec<&str> = Vec::new();
         for r in records {
             match r {
                 Record::Begin { .. } => {
@@ -434,7 +436,20 @@ impl Store {
                     if self.pool.row(id).is_none() && !added.contains(&id) {
                         return Err(Error::UnknownId(id.to_string()));
                     }
+                    if matches!(other, Record::Archive { .. }) && touched.contains(&id) {
+                        // The archive entry is written before the batch is applied, so it
+                        // would hold the item as it was before this batch changed it.
+                        return Err(Error::InvalidInput(format!(
+                            "item {id} is archived after another record about it in the same \
+                             batch; commit them separately"
+                        )));
+                    }
                     match other {
+                        Record::Archive { at, .. } if !at.is_finite() => {
+                            return Err(Error::InvalidInput(format!(
+                                "archive time {at} is not a finite time"
+                            )));
+                        }
                         Record::Touch { last_access, .. } if !last_access.is_finite() => {
                             return Err(Error::InvalidInput(format!(
                                 "last_access {last_access} is not a finite time"
@@ -450,6 +465,9 @@ impl Store {
                         _ => {}
                     }
                 }
+            }
+            if let Some(id) = r.id() {
+                touched.push(id);
             }
         }
         Ok(())
