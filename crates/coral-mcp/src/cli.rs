@@ -31,6 +31,20 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the memory tools over MCP on stdio (what MCP clients launch).
+    Mcp,
+    /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
+    Http {
+        /// Address to bind (anything but loopback requires a token).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one; the bound address is printed as JSON on stdout).
+        #[arg(long, default_value_t = 8765)]
+        port: u16,
+        /// Bearer token required on every request (default: $CORAL_HTTP_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+    },
     /// Store a memory (or, with --stdin, one per input line, acknowledging each as JSON).
     Insert {
         /// The memory text.

@@ -3,6 +3,8 @@
 //! Exit codes: 0 ok, 1 runtime error, 2 usage error (bad arguments or input).
 
 mod cli;
+mod http;
+mod mcp;
 mod time;
 
 use std::io::{BufRead, Write};
@@ -74,6 +76,25 @@ fn print_json(value: &serde_json::Value) {
 
 fn run(cli: &Cli) -> Result<u8, Failure> {
     match &cli.command {
+        Command::Mcp => {
+            let coral = open(cli)?;
+            mcp::serve(coral)?;
+            Ok(0)
+        }
+        Command::Http { host, port, token } => {
+            let options = http::HttpOptions {
+                host: *host,
+                port: *port,
+                token: token
+                    .clone()
+                    .or_else(|| std::env::var("CORAL_HTTP_TOKEN").ok())
+                    .filter(|t| !t.is_empty()),
+            };
+            http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
+            let coral = open(cli)?;
+            http::serve(coral, options)?;
+            Ok(0)
+        }
         Command::Insert {
             text,
             importance,

@@ -25,6 +25,7 @@ mod import;
 mod insert;
 mod lifecycle;
 mod search;
+mod tools;
 
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
@@ -38,3 +39,4 @@ pub use engine::{
     Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
+pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};

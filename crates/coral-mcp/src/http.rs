@@ -1,0 +1,228 @@
+//! `coral http`: the HTTP sidecar (SPEC 10.4) for hosts that are not MCP clients.
+//!
+//! `POST /rpc` with `{"tool": name, "args": {...}}` runs a tool from the same registry as MCP.
+//! Every answer is JSON: `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}` with
+//! 400 (bad JSON or arguments), 401 (token), 404 (unknown tool or path), 405, 413 (body over
+//! 1 MiB) or 500. Loopback by default; any other address needs a token.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use axum::Router;
+use axum::body::to_bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use coral::{Coral, ToolError};
+use serde_json::{Value, json};
+
+/// Largest request body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// Where and how to serve.
+pub struct HttpOptions {
+    /// Bind address.
+    pub host: IpAddr,
+    /// Port (0 = any free port).
+    pub port: u16,
+    /// Bearer token required on every request, when set.
+    pub token: Option<String>,
+}
+
+struct AppState {
+    coral: Arc<Coral>,
+    token: Option<String>,
+}
+
+fn reply(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn failure(status: StatusCode, error: impl Into<String>) -> Response {
+    reply(status, json!({"ok": false, "error": error.into()}))
+}
+
+fn authorised(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(token) = &state.token else {
+        return true;
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    // Compare without an early exit so timing does not reveal the token's prefix.
+    given.is_some_and(|g| {
+        g.len() == token.len()
+            && g.bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    })
+}
+
+async fn health(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if !authorised(&state, &headers) {
+        return failure(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+    }
+    let coral = Arc::clone(&state.coral);
+    let total = tokio::task::spawn_blocking(move || coral.stats().total)
+        .await
+        .unwrap_or(0);
+    reply(
+        StatusCode::OK,
+        json!({"ok": true, "name": crate::mcp::SERVER_NAME, "version": env!("CARGO_PKG_VERSION"), "memories": total}),
+    )
+}
+
+async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    if !authorised(&state, request.headers()) {
+        return failure(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY) {
+        return failure(StatusCode::PAYLOAD_TOO_LARGE, "request body is over 1 MiB");
+    }
+    let bytes = match to_bytes(request.into_body(), MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => return failure(StatusCode::PAYLOAD_TOO_LARGE, "request body is over 1 MiB"),
+    };
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return failure(
+                StatusCode::BAD_REQUEST,
+                format!("body is not valid JSON: {e}"),
+            );
+        }
+    };
+    let Some(tool) = body.get("tool").and_then(Value::as_str).map(String::from) else {
+        return failure(
+            StatusCode::BAD_REQUEST,
+            "body must be {\"tool\": name, \"args\": {...}}",
+        );
+    };
+    if let Some(extra) = body
+        .as_object()
+        .and_then(|o| o.keys().find(|k| *k != "tool" && *k != "args"))
+    {
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!("unknown body key {extra:?}"),
+        );
+    }
+    let args = body.get("args").cloned().unwrap_or(Value::Null);
+    let coral = Arc::clone(&state.coral);
+    let outcome = tokio::task::spawn_blocking(move || coral.call_tool(&tool, &args)).await;
+    match outcome {
+        Ok(Ok(result)) => reply(StatusCode::OK, json!({"ok": true, "result": result})),
+        Ok(Err(e @ ToolError::UnknownTool(_))) => failure(StatusCode::NOT_FOUND, e.to_string()),
+        Ok(Err(e @ ToolError::InvalidArguments(_))) => {
+            failure(StatusCode::BAD_REQUEST, e.to_string())
+        }
+        Ok(Err(e)) => failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("tool task failed: {e}"),
+        ),
+    }
+}
+
+async fn not_found() -> Response {
+    failure(
+        StatusCode::NOT_FOUND,
+        "no such path; use POST /rpc or GET /health",
+    )
+}
+
+async fn wrong_method() -> Response {
+    failure(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "use POST /rpc or GET /health",
+    )
+}
+
+/// The router, for tests and for [`serve`].
+fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/rpc", post(rpc).fallback(wrong_method))
+        .route("/health", get(health).fallback(wrong_method))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// Refuse a non-loopback bind without a token.
+pub fn check_bind(options: &HttpOptions) -> anyhow::Result<()> {
+    if !options.host.is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+        bail!(
+            "refusing to listen on {} without a token: anyone on the network could read and \
+             change the memories; pass --token (or set CORAL_HTTP_TOKEN), or bind 127.0.0.1",
+            options.host
+        );
+    }
+    Ok(())
+}
+
+/// Serve until SIGINT or SIGTERM, then checkpoint. Prints the bound address on stdout as one
+/// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0.
+pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
+    check_bind(&options)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let coral = Arc::new(coral);
+    let state = Arc::new(AppState {
+        coral: Arc::clone(&coral),
+        token: options.token.clone(),
+    });
+    runtime.block_on(async move {
+        let addr = SocketAddr::new(options.host, options.port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        println!("{}", json!({"listening": bound.to_string()}));
+        eprintln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .context("HTTP server failed")
+    })?;
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match Arc::try_unwrap(coral) {
+        Ok(coral) => coral.close().context("closing the memory store")?,
+        Err(coral) => coral.flush().context("checkpointing the memory store")?,
+    }
+    eprintln!("coral: HTTP sidecar stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

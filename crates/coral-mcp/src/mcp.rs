@@ -1,0 +1,119 @@
+//! `coral mcp`: the MCP server on stdio, built on the official Rust SDK (rmcp).
+//!
+//! Tools come from the facade's registry (`coral::tools`); calls run on the blocking pool so the
+//! synchronous engine never stalls the protocol loop. Logs go to stderr only: stdout carries
+//! nothing but JSON-RPC.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use coral::{Coral, ToolError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// Name announced to clients.
+pub const SERVER_NAME: &str = "coral-memory";
+
+/// The MCP tool list built from the registry.
+pub fn tool_list() -> Vec<Tool> {
+    coral::tools()
+        .iter()
+        .map(|t| {
+            let schema = match t.input_schema() {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            };
+            Tool::new(t.name, t.description, schema)
+        })
+        .collect()
+}
+
+/// The result of a tool call as MCP content: JSON text plus `structuredContent`; failures are
+/// tool results with `isError: true` so the model can read and act on the message.
+pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, McpError> {
+    match outcome {
+        Ok(value) => Ok(CallToolResult::structured(value)),
+        Err(ToolError::UnknownTool(name)) => Err(McpError::invalid_params(
+            format!("unknown tool {name:?}; call tools/list for the available tools"),
+            None,
+        )),
+        Err(e) => Ok(CallToolResult::structured_error(
+            json!({"ok": false, "error": e.to_string()}),
+        )),
+    }
+}
+
+#[derive(Clone)]
+struct CoralServer {
+    coral: Arc<Coral>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl ServerHandler for CoralServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Coral memory: call memory_search before answering to recall what matters, and \
+                 memory_insert to remember durable facts and preferences. \
+                 回答前用 memory_search 检索相关记忆，用 memory_insert 记住长期有用的信息。",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let coral = Arc::clone(&self.coral);
+        let name = request.name.to_string();
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let outcome = tokio::task::spawn_blocking(move || coral.call_tool(&name, &args))
+            .await
+            .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        to_result(outcome).map(CallToolResponse::from)
+    }
+}
+
+/// Serve until the client closes stdin, then checkpoint and exit.
+pub fn serve(coral: Coral) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let coral = Arc::new(coral);
+    let server = CoralServer {
+        coral: Arc::clone(&coral),
+        tools: Arc::new(tool_list()),
+    };
+    runtime.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("MCP initialisation failed")?;
+        eprintln!("coral: MCP server {SERVER_NAME} ready on stdio");
+        let reason = running.waiting().await.context("MCP server task failed")?;
+        eprintln!("coral: MCP session ended ({reason:?})");
+        anyhow::Ok(())
+    })?;
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match Arc::try_unwrap(coral) {
+        Ok(coral) => coral.close().context("closing the memory store")?,
+        Err(coral) => coral.flush().context("checkpointing the memory store")?,
+    }
+    Ok(())
+}

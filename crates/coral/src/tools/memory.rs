@@ -1,0 +1,239 @@
+//! The memory tools: `memory_*` and `coral_stats`.
+
+use serde_json::{Value, json};
+
+use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
+use crate::engine::{Coral, Insert, InsertOptions, MAX_TOP_K, SearchOptions};
+
+const ID: Arg = Arg {
+    name: "item_id",
+    kind: Kind::String,
+    required: true,
+    description: "memory id from memory_search or memory_insert / 记忆 id",
+    default: None,
+};
+
+const PROJECT: Arg = Arg {
+    name: "project",
+    kind: Kind::String,
+    required: false,
+    description: "optional project tag / 可选项目标签",
+    default: None,
+};
+
+pub(super) static TOOLS: &[ToolDef] = &[
+    ToolDef {
+        name: "memory_search",
+        description: "Find the memories most relevant to a query (meaning + keywords + recency); \
+                      top_k defaults to 5, content is cut to 100 chars unless full=true. \
+                      检索与查询最相关的记忆（语义+关键词+时间），默认返回 5 条。",
+        args: &[
+            Arg {
+                name: "query",
+                kind: Kind::String,
+                required: true,
+                description: "what to look for / 查询内容",
+                default: None,
+            },
+            Arg {
+                name: "top_k",
+                kind: Kind::Integer {
+                    min: 1,
+                    max: MAX_TOP_K as i64,
+                },
+                required: false,
+                description: "number of hits, default 5 / 返回条数，默认 5",
+                default: Some(DefaultValue::Int(5)),
+            },
+            Arg {
+                name: "full",
+                kind: Kind::Boolean,
+                required: false,
+                description: "return whole memories, default false / 返回完整内容，默认 false",
+                default: Some(DefaultValue::Bool(false)),
+            },
+            PROJECT,
+        ],
+        handler: memory_search,
+    },
+    ToolDef {
+        name: "memory_insert",
+        description: "Remember a short fact; durable as soon as this returns. A near-duplicate \
+                      refreshes the existing memory. importance 0..1, default 0.5. \
+                      写入一条记忆，返回即已持久化；重复内容会合并。重要度 0..1，默认 0.5。",
+        args: &[
+            Arg {
+                name: "content",
+                kind: Kind::String,
+                required: true,
+                description: "the memory text / 记忆内容",
+                default: None,
+            },
+            Arg {
+                name: "importance",
+                kind: Kind::Number { min: 0.0, max: 1.0 },
+                required: false,
+                description: "0..1, default 0.5 / 重要度 0..1，默认 0.5",
+                default: Some(DefaultValue::Num(0.5)),
+            },
+            PROJECT,
+        ],
+        handler: memory_insert,
+    },
+    ToolDef {
+        name: "memory_flush",
+        description: "Write a checkpoint of all memory files. Not needed for safety: every write \
+                      is already durable. 写入检查点；数据本已持久化，无需为安全而调用。",
+        args: &[],
+        handler: memory_flush,
+    },
+    ToolDef {
+        name: "memory_delete",
+        description: "Delete one memory by id. 按 id 删除一条记忆。",
+        args: &[ID],
+        handler: memory_delete,
+    },
+    ToolDef {
+        name: "memory_mark_important",
+        description: "Set a memory's importance (0..1, default 1.0) so it is kept longer. \
+                      设置记忆重要度（0..1，默认 1.0），使其更不易被遗忘。",
+        args: &[
+            ID,
+            Arg {
+                name: "importance",
+                kind: Kind::Number { min: 0.0, max: 1.0 },
+                required: false,
+                description: "0..1, default 1.0 / 重要度，默认 1.0",
+                default: Some(DefaultValue::Num(1.0)),
+            },
+        ],
+        handler: memory_mark_important,
+    },
+    ToolDef {
+        name: "coral_stats",
+        description: "Counts per tier, vectors, embedder, repairs and disk usage. \
+                      各层记忆数量、向量、嵌入器、修复记录与磁盘占用。",
+        args: &[],
+        handler: coral_stats,
+    },
+];
+
+/// Collapse runs of whitespace to one space and cut at `max` chars with "…".
+pub fn summarize(content: &str, max: usize) -> (String, bool) {
+    let collapsed = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    match collapsed.char_indices().nth(max) {
+        Some((cut, _)) => (format!("{}…", &collapsed[..cut]), true),
+        None => (collapsed, false),
+    }
+}
+
+fn memory_search(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let query = args.str("query").unwrap_or_default();
+    let full = args.bool("full").unwrap_or(false);
+    let hits = coral.search_with(
+        query,
+        SearchOptions {
+            top_k: args.int("top_k").map(|k| k as usize),
+            project: args.str("project").map(String::from),
+            ..SearchOptions::default()
+        },
+    )?;
+    let hits: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let (content, truncated) = if full {
+                (h.item.content.clone(), false)
+            } else {
+                summarize(&h.item.content, 100)
+            };
+            let mut hit = json!({
+                "id": h.item.item_id,
+                "score": h.score,
+                "scores": h.scores,
+                "content": content,
+                "truncated": truncated,
+            });
+            if let Some(p) = &h.item.project {
+                hit["project"] = json!(p);
+            }
+            hit
+        })
+        .collect();
+    Ok(json!({"query": query, "count": hits.len(), "hits": hits}))
+}
+
+fn memory_insert(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let content = args.str("content").unwrap_or_default();
+    let outcome = coral.insert_with(
+        content,
+        InsertOptions {
+            importance: args.num("importance").unwrap_or(0.5),
+            project: args.str("project").map(String::from),
+            ..InsertOptions::default()
+        },
+    )?;
+    let message = match &outcome {
+        Insert::Inserted(_) => "stored; durable now / 已写入并持久化".to_string(),
+        Insert::Merged(id) => {
+            format!("a similar memory already existed; merged into {id} / 与已有记忆相似，已合并")
+        }
+    };
+    Ok(json!({
+        "inserted": outcome.inserted(),
+        "item_id": outcome.id(),
+        "message": message,
+        "persisted": true,
+    }))
+}
+
+fn memory_flush(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
+    coral.flush()?;
+    Ok(json!({
+        "flushed": true,
+        "message": "checkpoint written; every write was already durable / 检查点已写入（数据本已持久化）",
+        "stats": coral.stats(),
+    }))
+}
+
+fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let id = args.str("item_id").unwrap_or_default();
+    if coral.delete(id)? {
+        Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
+    } else {
+        Err(ToolError::InvalidArguments(format!(
+            "no memory with item_id {id:?}; search first to get a valid id / 未找到该记忆"
+        )))
+    }
+}
+
+fn memory_mark_important(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let id = args.str("item_id").unwrap_or_default();
+    let item = coral.mark_important(id, args.num("importance").unwrap_or(1.0))?;
+    Ok(json!({"ok": true, "item_id": id, "importance": item.importance}))
+}
+
+fn coral_stats(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
+    Ok(json!({"ok": true, "stats": coral.stats(), "disk_usage": coral.disk_usage()}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize;
+
+    #[test]
+    fn golden_search_summaries() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/compat/coral_test_vectors.json"
+        );
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let cases = data["search_summary_100"].as_object().unwrap();
+        assert_eq!(cases.len(), 3);
+        for (input, expected) in cases {
+            let (content, truncated) = summarize(input, 100);
+            assert_eq!(content, expected["content"].as_str().unwrap(), "{input:?}");
+            assert_eq!(truncated, expected["truncated"].as_bool().unwrap());
+        }
+    }
+}

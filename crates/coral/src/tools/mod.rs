@@ -1,0 +1,337 @@
+//! The tool registry: one implementation per tool, JSON arguments in, JSON result out.
+//!
+//! MCP (`coral mcp`) and HTTP (`coral http`) both dispatch through [`Coral::call_tool`], so every
+//! tool behaves the same everywhere. Each tool declares its arguments once ([`Arg`]); the JSON
+//! schema sent to clients and the validation of incoming arguments are both derived from that
+//! declaration, so they cannot drift apart.
+
+mod memory;
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::Coral;
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool has this name.
+    #[error("unknown tool {0:?}")]
+    UnknownTool(String),
+    /// The arguments are missing, of the wrong type or out of range. Nothing was changed.
+    #[error("{0}")]
+    InvalidArguments(String),
+    /// The tool ran and failed (I/O, damaged files).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<crate::Error> for ToolError {
+    fn from(e: crate::Error) -> Self {
+        match e {
+            crate::Error::InvalidInput(m) => ToolError::InvalidArguments(m),
+            crate::Error::NotFound(id) => ToolError::InvalidArguments(format!(
+                "no memory with item_id {id:?}; search first to get a valid id"
+            )),
+            other => ToolError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// The JSON type of an argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// A string.
+    String,
+    /// A whole number within bounds.
+    Integer {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A number within bounds.
+    Number {
+        /// Smallest accepted value.
+        min: f64,
+        /// Largest accepted value.
+        max: f64,
+    },
+    /// `true` or `false`.
+    Boolean,
+}
+
+/// One declared argument.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    /// Argument name (the original's).
+    pub name: &'static str,
+    /// Its type and range.
+    pub kind: Kind,
+    /// Whether it must be given.
+    pub required: bool,
+    /// Short description, with the default when there is one.
+    pub description: &'static str,
+    /// Default shown in the schema.
+    pub default: Option<DefaultValue>,
+}
+
+/// A default value shown in a schema.
+#[derive(Debug, Clone, Copy)]
+pub enum DefaultValue {
+    /// Integer default.
+    Int(i64),
+    /// Number default.
+    Num(f64),
+    /// Boolean default.
+    Bool(bool),
+}
+
+type Handler = fn(&Coral, &Args) -> Result<Value, ToolError>;
+
+/// One tool.
+pub struct ToolDef {
+    /// Tool name (the original's).
+    pub name: &'static str,
+    /// Bilingual short description stating the defaults.
+    pub description: &'static str,
+    /// Declared arguments.
+    pub args: &'static [Arg],
+    handler: Handler,
+}
+
+impl ToolDef {
+    /// The JSON schema of the arguments: an object with typed properties, `required` when any
+    /// are, and `additionalProperties: false`.
+    pub fn input_schema(&self) -> Value {
+        let mut props = Map::new();
+        for a in self.args {
+            let mut p = Map::new();
+            match a.kind {
+                Kind::String => {
+                    p.insert("type".into(), "string".into());
+                }
+                Kind::Integer { min, max } => {
+                    p.insert("type".into(), "integer".into());
+                    p.insert("minimum".into(), min.into());
+                    p.insert("maximum".into(), max.into());
+                }
+                Kind::Number { min, max } => {
+                    p.insert("type".into(), "number".into());
+                    p.insert("minimum".into(), min.into());
+                    p.insert("maximum".into(), max.into());
+                }
+                Kind::Boolean => {
+                    p.insert("type".into(), "boolean".into());
+                }
+            }
+            p.insert("description".into(), a.description.into());
+            match a.default {
+                Some(DefaultValue::Int(v)) => p.insert("default".into(), v.into()),
+                Some(DefaultValue::Num(v)) => p.insert("default".into(), v.into()),
+                Some(DefaultValue::Bool(v)) => p.insert("default".into(), v.into()),
+                None => None,
+            };
+            props.insert(a.name.into(), Value::Object(p));
+        }
+        let mut schema = json!({"type": "object", "properties": props});
+        let required: Vec<&str> = self
+            .args
+            .iter()
+            .filter(|a| a.required)
+            .map(|a| a.name)
+            .collect();
+        if !required.is_empty() {
+            schema["required"] = json!(required);
+        }
+        schema["additionalProperties"] = json!(false);
+        schema
+    }
+}
+
+/// Every tool, in the original's registry order.
+pub fn tools() -> &'static [ToolDef] {
+    memory::TOOLS
+}
+
+/// Validated arguments of one call.
+pub struct Args<'a> {
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Args<'a> {
+    /// A string argument (validated present when required).
+    pub fn str(&self, name: &str) -> Option<&'a str> {
+        self.map.get(name).and_then(Value::as_str)
+    }
+
+    /// An integer argument.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.map.get(name).and_then(Value::as_i64)
+    }
+
+    /// A number argument.
+    pub fn num(&self, name: &str) -> Option<f64> {
+        self.map.get(name).and_then(Value::as_f64)
+    }
+
+    /// A boolean argument.
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        self.map.get(name).and_then(Value::as_bool)
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    let map = match args {
+        Value::Object(m) => m,
+        Value::Null => EMPTY.get_or_init(Map::new),
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "{}: arguments must be a JSON object, got {}",
+                tool.name,
+                type_name(other)
+            )));
+        }
+    };
+    for key in map.keys() {
+        if !tool.args.iter().any(|a| a.name == key) {
+            let known: Vec<&str> = tool.args.iter().map(|a| a.name).collect();
+            return Err(ToolError::InvalidArguments(format!(
+                "{}: unknown argument {key:?}; accepted: {}",
+                tool.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+    }
+    for a in tool.args {
+        let value = match map.get(a.name) {
+            None | Some(Value::Null) if a.required => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "{}: missing required argument {:?} ({})",
+                    tool.name, a.name, a.description
+                )));
+            }
+            None | Some(Value::Null) => continue,
+            Some(v) => v,
+        };
+        let bad = |expected: &str| {
+            ToolError::InvalidArguments(format!(
+                "{}: argument {:?} must be {expected}, got {} {}",
+                tool.name,
+                a.name,
+                type_name(value),
+                value
+            ))
+        };
+        match a.kind {
+            Kind::String => {
+                if !value.is_string() {
+                    return Err(bad("a string"));
+                }
+            }
+            Kind::Boolean => {
+                if !value.is_boolean() {
+                    return Err(bad("true or false"));
+                }
+            }
+            Kind::Integer { min, max } => {
+                let v = value.as_i64().ok_or_else(|| bad("a whole number"))?;
+                if v < min || v > max {
+                    return Err(bad(&format!("a whole number from {min} to {max}")));
+                }
+            }
+            Kind::Number { min, max } => {
+                let v = value.as_f64().ok_or_else(|| bad("a number"))?;
+                if !(min..=max).contains(&v) {
+                    return Err(bad(&format!("a number from {min} to {max}")));
+                }
+            }
+        }
+    }
+    Ok(Args { map })
+}
+
+impl Coral {
+    /// Run the tool `name` with JSON `args` (an object, or null for none).
+    pub fn call_tool(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        let tool = tools()
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        let args = validate(tool, args)?;
+        (tool.handler)(self, &args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_are_portable() {
+        for t in tools() {
+            let s = t.input_schema().to_string();
+            assert!(
+                !s.contains("uint") && !s.contains("null"),
+                "{}: {s}",
+                t.name
+            );
+            // Bilingual: Chinese and English words.
+            assert!(
+                t.description
+                    .chars()
+                    .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+            );
+            assert!(t.description.split(' ').filter(|w| w.is_ascii()).count() >= 3);
+        }
+    }
+
+    #[test]
+    fn names_match_the_original_registry() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/compat/coral_test_vectors.json"
+        );
+        let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let original = data["mcp_tools_in_registry_order"].as_array().unwrap();
+        // Every tool we have keeps the original's argument names and required list.
+        for t in tools() {
+            let Some(o) = original.iter().find(|o| o["name"] == t.name) else {
+                continue;
+            };
+            let ours = t.input_schema();
+            for (arg, _) in o["inputSchema"]["properties"].as_object().unwrap() {
+                assert!(
+                    ours["properties"].get(arg).is_some(),
+                    "{} lost {arg}",
+                    t.name
+                );
+            }
+            assert_eq!(
+                ours.get("required").cloned().unwrap_or(json!([])),
+                o["inputSchema"]
+                    .get("required")
+                    .cloned()
+                    .unwrap_or(json!([])),
+                "{}",
+                t.name
+            );
+        }
+    }
+}
