@@ -1,13 +1,15 @@
 //! `cargo xtask <command>`: the project's automation.
 //!
-//! - `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, the dependency rules,
-//!   `cargo test --workspace`.
+//! - `ci`: what `.ci/run` runs: fmt check, the dependency rules, clippy with warnings denied,
+//!   the MCP client checks, `cargo test --workspace`.
+//! - `clients`: `coral mcp` checked by the official Python MCP client and the MCP Inspector.
 //! - `deps`: check that the crate graph follows ARCHITECTURE.md.
 //! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
 //!   `target/coral-bench/stress-20k.json`.
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
+mod clients;
 mod deps;
 mod stress;
 
@@ -25,6 +27,7 @@ fn main() -> Result<()> {
     match cmd.as_str() {
         "ci" => ci(),
         "deps" => deps::check(&root()),
+        "clients" => clients::check(&root()),
         "stress-20k" => stress::run(&root(), &args[1..]),
         "bench" => {
             let mut a = vec!["bench", "-p", "coral-benches"];
@@ -52,6 +55,7 @@ fn print_help() {
          commands:\n  \
          ci           fmt check, clippy -D warnings, dependency rules, cargo test --workspace\n  \
          deps         check the crate dependency rules\n  \
+         clients      check coral mcp with the Python MCP client and the MCP Inspector\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"

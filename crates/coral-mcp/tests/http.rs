@@ -1,0 +1,222 @@
+//! `coral http` over real loopback HTTP: every tool through `POST /rpc`, status codes and error
+//! bodies, the token, the body limit, and concurrent clients.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+const CORAL: &str = env!("CARGO_BIN_EXE_coral");
+
+/// A running sidecar on a free loopback port, killed when dropped.
+struct Sidecar {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Sidecar {
+    fn start(extra: &[&str]) -> Sidecar {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("coral_config.json");
+        std::fs::write(&config, r#"{"embedding": {"embedder": "hash"}}"#).unwrap();
+        let mut child = Command::new(CORAL)
+            .arg("--config")
+            .arg(&config)
+            .args(["-q", "http", "--port", "0"])
+            .args(extra)
+            .env_remove("CORAL_HTTP_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let listening: Value = serde_json::from_str(&line).expect("address line");
+        let base = format!("http://{}", listening["listening"].as_str().unwrap());
+        Sidecar {
+            child,
+            base,
+            _dir: dir,
+        }
+    }
+
+    /// POST raw bytes to /rpc; returns status and parsed body.
+    fn post(&self, body: &[u8], token: Option<&str>) -> (u16, Value) {
+        let mut req =
+            ureq::post(&format!("{}/rpc", self.base)).set("Content-Type", "application/json");
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let response = match req.send_bytes(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("transport error: {e}"),
+        };
+        let status = response.status();
+        let text = response.into_string().unwrap();
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("body {text:?} is not JSON: {e}"));
+        (status, json)
+    }
+
+    fn call(&self, tool: &str, args: &Value) -> (u16, Value) {
+        self.post(
+            json!({"tool": tool, "args": args}).to_string().as_bytes(),
+            None,
+        )
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_tool_through_rpc() {
+    let s = Sidecar::start(&[]);
+    common::check_all(|tool, args| {
+        let (status, body) = s.call(tool, args);
+        match status {
+            200 => {
+                assert_eq!(body["ok"], true);
+                Ok(body["result"].clone())
+            }
+            400 => {
+                assert_eq!(body["ok"], false);
+                Err(body["error"].as_str().unwrap().to_string())
+            }
+            other => panic!("{tool}: unexpected status {other}: {body}"),
+        }
+    });
+}
+
+#[test]
+fn status_codes_and_error_bodies() {
+    let s = Sidecar::start(&[]);
+    let (status, body) = s.call("no_such_tool", &json!({}));
+    assert_eq!((status, body["ok"].clone()), (404, json!(false)));
+    assert!(body["error"].as_str().unwrap().contains("no_such_tool"));
+    for bad in [
+        &b"{not json"[..],
+        b"[1, 2]",
+        b"{\"args\": {}}",
+        b"{\"tool\": 5}",
+        b"{\"tool\": \"coral_stats\", \"x\": 1}",
+        b"",
+    ] {
+        let (status, body) = s.post(bad, None);
+        assert_eq!(status, 400, "{:?}: {body}", String::from_utf8_lossy(bad));
+        assert_eq!(body["ok"], false);
+    }
+    let big = format!(
+        "{{\"tool\": \"memory_insert\", \"args\": {{\"content\": \"{}\"}}}}",
+        "x".repeat(1024 * 1024 + 10)
+    );
+    let (status, body) = s.post(big.as_bytes(), None);
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["ok"], false);
+    // Health, wrong path, wrong method: JSON every time.
+    let health: Value = ureq::get(&format!("{}/health", s.base))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(health["ok"], true);
+    assert_eq!(health["name"], "coral-memory");
+    match ureq::get(&format!("{}/nope", s.base)).call() {
+        Err(ureq::Error::Status(404, r)) => {
+            assert_eq!(r.into_json::<Value>().unwrap()["ok"], false)
+        }
+        other => panic!("expected 404, got {other:?}"),
+    }
+    match ureq::get(&format!("{}/rpc", s.base)).call() {
+        Err(ureq::Error::Status(405, r)) => {
+            assert_eq!(r.into_json::<Value>().unwrap()["ok"], false)
+        }
+        other => panic!("expected 405, got {other:?}"),
+    }
+    // Nothing that failed stored anything.
+    let (_, stats) = s.call("coral_stats", &json!({}));
+    assert_eq!(stats["result"]["stats"]["total"], 0);
+}
+
+#[test]
+fn tokens_guard_every_request_and_open_binds_need_one() {
+    let s = Sidecar::start(&["--token", "s3cret"]);
+    let body = json!({"tool": "coral_stats", "args": {}}).to_string();
+    assert_eq!(s.post(body.as_bytes(), None).0, 401);
+    assert_eq!(s.post(body.as_bytes(), Some("wrong")).0, 401);
+    assert_eq!(s.post(body.as_bytes(), Some("s3cret")).0, 200);
+    match ureq::get(&format!("{}/health", s.base)).call() {
+        Err(ureq::Error::Status(401, _)) => {}
+        other => panic!("expected 401, got {other:?}"),
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(CORAL)
+        .arg("--config")
+        .arg(dir.path().join("c.json"))
+        .args(["http", "--host", "0.0.0.0", "--port", "0"])
+        .env_remove("CORAL_HTTP_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without a token"), "{err}");
+    assert!(
+        !dir.path().join("c.json").exists(),
+        "refused before touching anything"
+    );
+}
+
+#[test]
+fn concurrent_clients_reach_a_consistent_state() {
+    let s = Sidecar::start(&[]);
+    let base = s.base.clone();
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let base = base.clone();
+            std::thread::spawn(move || {
+                let agent = ureq::AgentBuilder::new().build();
+                let mut ids = Vec::new();
+                for i in 0..25 {
+                    // Distinct enough that no two memories merge as near-duplicates.
+                    let n = (c * 1000 + i) as u64;
+                    let content = format!("客户端记忆 w{:x} q{:x} z{:x} 第{n}条", n * 7919, n * 104_729, n * 1_299_709);
+                    let r: Value = agent
+                        .post(&format!("{base}/rpc"))
+                        .send_json(json!({"tool": "memory_insert", "args": {"content": &content}}))
+                        .unwrap()
+                        .into_json()
+                        .unwrap();
+                    ids.push(r["result"]["item_id"].as_str().unwrap().to_string());
+                    let r: Value = agent
+                        .post(&format!("{base}/rpc"))
+                        .send_json(json!({"tool": "memory_search", "args": {"query": content, "top_k": 1}}))
+                        .unwrap()
+                        .into_json()
+                        .unwrap();
+                    assert_eq!(r["result"]["hits"][0]["id"], *ids.last().unwrap(), "read your own write");
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 200);
+    let (_, stats) = s.call("coral_stats", &json!({}));
+    assert_eq!(stats["result"]["stats"]["total"], 200);
+}
