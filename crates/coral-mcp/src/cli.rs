@@ -45,6 +45,15 @@ pub enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Print the DeepSeek harness plugin (JavaScript) that forwards every tool to `coral http`.
+    PluginJs {
+        /// The sidecar's /rpc URL.
+        #[arg(long, default_value = "http://127.0.0.1:8765/rpc")]
+        url: String,
+        /// Bearer token to send (when the sidecar requires one).
+        #[arg(long)]
+        token: Option<String>,
+    },
     /// Store a memory (or, with --stdin, one per input line, acknowledging each as JSON).
     Insert {
         /// The memory text.

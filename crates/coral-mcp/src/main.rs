@@ -5,6 +5,7 @@
 mod cli;
 mod http;
 mod mcp;
+mod plugin;
 mod time;
 
 use std::io::{BufRead, Write};
@@ -76,6 +77,10 @@ fn print_json(value: &serde_json::Value) {
 
 fn run(cli: &Cli) -> Result<u8, Failure> {
     match &cli.command {
+        Command::PluginJs { url, token } => {
+            print!("{}", plugin::plugin_js(url, token.as_deref()));
+            Ok(0)
+        }
         Command::Mcp => {
             let coral = open(cli)?;
             mcp::serve(coral)?;

@@ -220,3 +220,93 @@ fn concurrent_clients_reach_a_consistent_state() {
     let (_, stats) = s.call("coral_stats", &json!({}));
     assert_eq!(stats["result"]["stats"]["total"], 200);
 }
+
+/// The DSH plugin, evaluated by Node.js with a stand-in `harness`, registers every tool and its
+/// `execute` reaches the real sidecar.
+#[test]
+fn the_harness_plugin_registers_every_tool_and_calls_the_sidecar() {
+    let s = Sidecar::start(&["--token", "tok"]);
+    let out = Command::new(CORAL)
+        .args([
+            "plugin-js",
+            "--url",
+            &format!("{}/rpc", s.base),
+            "--token",
+            "tok",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let js = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        js.starts_with("// Coral Memory by Mr. Code Muggle (@Ne)"),
+        "{js}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("coral_plugin.js");
+    std::fs::write(&plugin, &js).unwrap();
+    let driver = dir.path().join("driver.js");
+    std::fs::write(
+        &driver,
+        r#"
+const fs = require("fs");
+const registered = [];
+globalThis.harness = {
+  defineTool: (def) => def,
+  registerTool: (ctx, def) => { if (ctx.marker !== 7) throw new Error("ctx not passed"); registered.push(def); },
+};
+const plugin = eval(fs.readFileSync(process.argv[2], "utf8"));
+plugin({ marker: 7 });
+(async () => {
+  const tool = (name) => registered.find((t) => t.name === name);
+  const inserted = await tool("memory_insert").execute({ content: "插件写入的记忆 plugin memory", importance: 0.7 });
+  const found = await tool("memory_search").execute({ query: "插件 记忆" });
+  const bad = await tool("memory_insert").execute({ content: "" });
+  console.log(JSON.stringify({ names: registered.map((t) => t.name), schema: tool("memory_search").parameters, inserted, found, bad }));
+})().catch((e) => { console.error(e); process.exit(1); });
+"#,
+    )
+    .unwrap();
+    let out = Command::new("node")
+        .arg(&driver)
+        .arg(&plugin)
+        .output()
+        .expect("node is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = r["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for expected in [
+        "memory_search",
+        "memory_insert",
+        "memory_flush",
+        "memory_delete",
+        "memory_mark_important",
+        "coral_stats",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} not registered: {names:?}"
+        );
+    }
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "each tool registered once");
+    assert_eq!(r["schema"]["required"], json!(["query"]));
+    assert_eq!(r["inserted"]["ok"], true);
+    assert_eq!(
+        r["found"]["result"]["hits"][0]["content"],
+        "插件写入的记忆 plugin memory"
+    );
+    assert_eq!(r["bad"]["ok"], false);
+    assert!(r["bad"]["error"].as_str().unwrap().contains("empty"));
+}
