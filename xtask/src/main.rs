@@ -6,11 +6,13 @@
 //! - `deps`: check that the crate graph follows ARCHITECTURE.md.
 //! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
 //!   `target/coral-bench/stress-20k.json`.
+//! - `bench-servers`: MCP stdio round trip and HTTP throughput at 2,000 items.
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
 mod clients;
 mod deps;
+mod servers;
 mod stress;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +39,7 @@ fn main() -> Result<()> {
             }
             cargo(&a)
         }
+        "bench-servers" => servers::run(&root()),
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -57,6 +60,7 @@ fn print_help() {
          deps         check the crate dependency rules\n  \
          clients      check coral mcp with the Python MCP client and the MCP Inspector\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
+         bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
     );
