@@ -206,6 +206,8 @@ pub struct Coral {
     pub(crate) embedder: Arc<dyn Embedder>,
     notices: Vec<String>,
     pub(crate) engine: Mutex<Engine>,
+    /// Reasoning threads: a separate file and lock, never part of the memory pool.
+    pub(crate) threads: crate::threads::Threads,
 }
 
 fn sync_policy(config: &Config) -> SyncPolicy {
@@ -287,6 +289,14 @@ impl Coral {
             ));
         }
         notices.extend(unenforced_settings(&config));
+        let threads = crate::threads::Threads::open(&config)?;
+        if threads.unreadable_entries() > 0 {
+            notices.push(format!(
+                "{} entr(ies) of {} are not readable threads; kept in the file as they are",
+                threads.unreadable_entries(),
+                threads.path().display()
+            ));
+        }
         let coral = Coral {
             config: RwLock::new(Arc::new(config)),
             config_path: None,
@@ -296,6 +306,7 @@ impl Coral {
                 store,
                 dedup: HashMap::new(),
             }),
+            threads,
         };
         Ok(coral)
     }
@@ -390,7 +401,8 @@ impl Coral {
         let mut engine = self.lock();
         engine.store.checkpoint()?;
         engine.store.sync()?;
-        Ok(())
+        drop(engine);
+        self.threads.flush()
     }
 
     /// Counters (O(1)).
@@ -406,7 +418,7 @@ impl Coral {
             cold: counts.cold,
             total,
             vectors: total - store.pool().missing_vectors().len() as usize,
-            threads: 0,
+            threads: self.threads.len(),
             capacity_threshold: config.memory.capacity_threshold,
             embedder: self.embedder.name().to_string(),
             dim: self.embedder.dim(),
@@ -464,8 +476,10 @@ impl Coral {
 
     /// Checkpoint and release the data directory.
     pub fn close(self) -> Result<()> {
+        let threads = self.threads.flush();
         let engine = self.engine.into_inner().unwrap_or_else(|e| e.into_inner());
-        Ok(engine.store.close()?)
+        engine.store.close()?;
+        threads
     }
 }
 

@@ -26,6 +26,12 @@ pub enum Error {
     /// No memory has that id.
     #[error("no memory with id {0:?}")]
     NotFound(String),
+    /// No thread has that id.
+    #[error("no thread with id {0:?} (thread_status without an id lists the threads)")]
+    ThreadNotFound(String),
+    /// The threads file, its lock or its directory failed.
+    #[error(transparent)]
+    Thread(coral_thread::Error),
 }
 
 /// `Result` with the facade's [`Error`].

@@ -25,6 +25,7 @@ mod import;
 mod insert;
 mod lifecycle;
 mod search;
+mod threads;
 mod tools;
 
 pub use config::{
@@ -34,9 +35,14 @@ pub use config::{
 };
 pub use coral_embed::{Embedder, HashEmbedder};
 pub use coral_store::{Item, Tier};
+pub use coral_thread::{
+    Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
+    StoreOptions as ThreadStoreOptions, ThreadEntry, ThreadView, looks_completed,
+};
 pub use engine::{
     Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K, Memory,
     Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
+pub use threads::{THREADS_FILE, Threads};
 pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};
