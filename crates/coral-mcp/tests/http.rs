@@ -64,6 +64,34 @@ impl Sidecar {
         (status, json)
     }
 
+    /// POST with hand-written headers over a raw socket; returns status and parsed body.
+    fn raw_post(&self, headers: &str, body: &[u8]) -> (u16, Value) {
+        use std::io::{Read, Write};
+        let addr = self.base.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        let head = format!(
+            "POST /rpc HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}\r\n"
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        // The server may answer and close before taking everything; that is the point.
+        let _ = stream.write_all(body);
+        let mut reply = Vec::new();
+        let _ = stream.read_to_end(&mut reply);
+        let text = String::from_utf8_lossy(&reply);
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+        // The body may itself be chunked; take the JSON object inside it.
+        let json = body
+            .find('{')
+            .and_then(|a| body.rfind('}').map(|b| &body[a..=b]))
+            .unwrap_or("null");
+        (status, serde_json::from_str(json).unwrap_or(Value::Null))
+    }
+
     fn call(&self, tool: &str, args: &Value) -> (u16, Value) {
         self.post(
             json!({"tool": tool, "args": args}).to_string().as_bytes(),
@@ -116,13 +144,25 @@ fn status_codes_and_error_bodies() {
         assert_eq!(status, 400, "{:?}: {body}", String::from_utf8_lossy(bad));
         assert_eq!(body["ok"], false);
     }
-    let big = format!(
-        "{{\"tool\": \"memory_insert\", \"args\": {{\"content\": \"{}\"}}}}",
-        "x".repeat(1024 * 1024 + 10)
+    // Over 1 MiB: refused from the declared length, before the body is read. Raw TCP so the
+    // client does not race the early answer while still writing.
+    let (status, body) = s.raw_post(
+        &format!("Content-Length: {}\r\n", 1024 * 1024 + 1),
+        b"{\"tool\": ",
     );
-    let (status, body) = s.post(big.as_bytes(), None);
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["ok"], false);
+    // Chunked with no declared length: refused once the stream passes the limit.
+    let mut chunked = Vec::new();
+    let chunk = vec![b' '; 64 * 1024];
+    for _ in 0..17 {
+        chunked.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        chunked.extend_from_slice(&chunk);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (status, body) = s.raw_post("Transfer-Encoding: chunked\r\n", &chunked);
+    assert_eq!(status, 413, "{body}");
     // Health, wrong path, wrong method: JSON every time.
     let health: Value = ureq::get(&format!("{}/health", s.base))
         .call()

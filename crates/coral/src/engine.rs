@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use coral_embed::{Embedder, HashEmbedder};
@@ -148,6 +148,8 @@ pub struct Stats {
     pub skipped_lines: usize,
     /// The last config problem, if the config in force is not the file's.
     pub config_error: Option<String>,
+    /// Settings changed in the file that take effect only after a restart.
+    pub restart_needed: Vec<String>,
     /// Damage contained at open.
     pub repairs: Vec<String>,
     /// Journal size since the last checkpoint.
@@ -201,7 +203,9 @@ pub(crate) struct Engine {
 /// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled before they
 /// return, so nothing acknowledged is lost if the process dies.
 pub struct Coral {
-    pub(crate) config: RwLock<Arc<Config>>,
+    pub(crate) config: arc_swap::ArcSwap<Config>,
+    /// Watches the config file; `None` when opened without one.
+    pub(crate) reloader: Option<crate::reload::Reloader>,
     config_path: Option<PathBuf>,
     pub(crate) embedder: Arc<dyn Embedder>,
     notices: Vec<String>,
@@ -259,6 +263,7 @@ impl Coral {
         notices.extend(note);
         let mut coral = Coral::open_with(loaded.config, embedder)?;
         coral.config_path = Some(path.to_path_buf());
+        coral.reloader = Some(crate::reload::Reloader::new(path));
         notices.append(&mut coral.notices);
         coral.notices = notices;
         Ok(coral)
@@ -298,7 +303,8 @@ impl Coral {
             ));
         }
         let coral = Coral {
-            config: RwLock::new(Arc::new(config)),
+            config: arc_swap::ArcSwap::from_pointee(config),
+            reloader: None,
             config_path: None,
             embedder,
             notices,
@@ -318,7 +324,7 @@ impl Coral {
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        Arc::clone(&self.config.read().unwrap_or_else(|e| e.into_inner()))
+        self.config.load_full()
     }
 
     /// The config file, when opened from one.
@@ -327,20 +333,25 @@ impl Coral {
     }
 
     /// Replace the configuration (validated first; an invalid one changes nothing). Changes
-    /// apply to the next call; a lower capacity is governed at once. Paths and embedding
-    /// changes need a reopen.
+    /// apply to the next call; a lower capacity is governed at once. Paths, threads and
+    /// embedding settings keep their values until a reopen. The file is not written (see
+    /// [`Coral::config_set`] for that).
     pub fn set_config(&self, config: Config) -> Result<()> {
         let problems = config.validate();
         if !problems.is_empty() {
             return Err(Error::InvalidInput(problems.join("; ")));
         }
-        let config = Arc::new(config);
-        let mut engine = self.lock();
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&config);
-        engine.maintain(&config, unix_now())
+        self.apply_config(config, unix_now())
     }
 
+    /// The engine, after picking up a changed config file.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
+        let mut engine = self.lock_raw();
+        self.reload_if_changed(&mut engine);
+        engine
+    }
+
+    pub(crate) fn lock_raw(&self) -> MutexGuard<'_, Engine> {
         // A panic while holding the lock cannot leave the store half-mutated (commit validates,
         // writes, then applies), so a poisoned lock is safe to keep using.
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
@@ -423,7 +434,12 @@ impl Coral {
             embedder: self.embedder.name().to_string(),
             dim: self.embedder.dim(),
             skipped_lines: store.skipped_lines(),
-            config_error: None,
+            config_error: self.reloader.as_ref().and_then(|r| r.error()),
+            restart_needed: self
+                .reloader
+                .as_ref()
+                .map(|r| r.restart_needed())
+                .unwrap_or_default(),
             repairs: store.repairs().iter().map(ToString::to_string).collect(),
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),

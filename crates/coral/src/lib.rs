@@ -19,11 +19,13 @@
 //! ```
 
 mod config;
+mod config_ops;
 mod engine;
 mod error;
 mod import;
 mod insert;
 mod lifecycle;
+mod reload;
 mod search;
 mod threads;
 mod tools;

@@ -176,13 +176,251 @@ pub fn cases() -> Vec<Case> {
                     .is_some_and(|h| h.iter().all(|x| x["id"] != COFFEE_ID))
             }),
         ),
+        // Threads. "$THREAD" stands for the id the first thread_create returned.
+        case(
+            "thread_create",
+            json!({"title": "发布 v2.0", "summary": "升级嵌入模型", "by": "聊天A"}),
+            Ok(|r| {
+                r["ok"] == true
+                    && r["thread"]["status"] == "active"
+                    && r["thread"]["step_count"] == 0
+            }),
+        ),
+        case(
+            "thread_create",
+            json!({}),
+            Err("missing required argument \"title\""),
+        ),
+        case("thread_create", json!({"title": "   "}), Err("title")),
+        case(
+            "thread_create",
+            json!({"title": "x", "parent_thread_id": "nope"}),
+            Err("nope"),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "$THREAD", "note": "向量重建完成，检索验证通过", "by": "聊天B"}),
+            Ok(|r| {
+                r["thread"]["step_count"] == 1
+                    && r["thread"]["steps"][0]["done"] == true
+                    && r["thread"]["last_advance_by"] == "聊天B"
+            }),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "$THREAD", "note": "下一步：完成测试"}),
+            Ok(|r| r["thread"]["steps"][1]["done"] == false),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "nope", "note": "x"}),
+            Err("no thread with id"),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "$THREAD"}),
+            Err("missing required argument \"note\""),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "$THREAD", "note": ""}),
+            Err("note"),
+        ),
+        case(
+            "thread_advance",
+            json!({"thread_id": "$THREAD", "note": "x", "done": "yes"}),
+            Err("true or false"),
+        ),
+        case(
+            "thread_status",
+            json!({}),
+            Ok(|r| r["ok"] == true && r["count"] == 1 && r["threads"][0]["title"] == "发布 v2.0"),
+        ),
+        case(
+            "thread_status",
+            json!({"thread_id": "$THREAD"}),
+            Ok(|r| r["count"] == 1 && r["thread"]["step_count"] == 2),
+        ),
+        case(
+            "thread_status",
+            json!({"query": "不存在的"}),
+            Ok(|r| r["count"] == 0),
+        ),
+        case(
+            "thread_status",
+            json!({"thread_id": "nope"}),
+            Err("no thread with id"),
+        ),
+        case(
+            "thread_interrupt",
+            json!({"thread_id": "$THREAD", "reason": "等待评审"}),
+            Ok(|r| {
+                r["thread"]["status"] == "interrupted"
+                    && r["thread"]["steps"][2]["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("[中断]") && t.contains("等待评审"))
+            }),
+        ),
+        case(
+            "thread_resume",
+            json!({"thread_id": "$THREAD"}),
+            Ok(|r| r["thread"]["status"] == "active"),
+        ),
+        case(
+            "thread_link",
+            json!({"child_id": "$THREAD", "parent_id": "$THREAD"}),
+            Err("itself"),
+        ),
+        case(
+            "thread_link",
+            json!({"child_id": "$THREAD"}),
+            Err("missing required argument \"parent_id\""),
+        ),
+        case(
+            "thread_archive",
+            json!({"thread_id": "$THREAD"}),
+            Ok(|r| r["thread"]["status"] == "archived"),
+        ),
+        case(
+            "thread_archive",
+            json!({"thread_id": 3}),
+            Err("must be a string"),
+        ),
+        case("thread_status", json!({}), Ok(|r| r["count"] == 0)),
+        case(
+            "thread_status",
+            json!({"include_archived": true}),
+            Ok(|r| r["count"] == 1),
+        ),
+        // Threads are never memories.
+        case(
+            "memory_search",
+            json!({"query": "发布 v2.0 升级嵌入模型"}),
+            Ok(|r| {
+                r["hits"].as_array().is_some_and(|h| {
+                    h.iter()
+                        .all(|x| !x["content"].as_str().unwrap_or("").contains("发布"))
+                })
+            }),
+        ),
+        // Config.
+        case(
+            "coral_config_get",
+            json!({"path": "memory.capacity_threshold"}),
+            Ok(|r| r["ok"] == true && r["config"] == 10000),
+        ),
+        case(
+            "coral_config_get",
+            json!({}),
+            Ok(|r| r["config"]["retrieval"]["top_k"] == 5),
+        ),
+        case(
+            "coral_config_get",
+            json!({"path": "nope.key"}),
+            Err("no config key"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k", "value": 8}),
+            Ok(|r| r["ok"] == true && r["old"] == 5 && r["new"] == 8),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k", "value": "9"}),
+            Ok(|r| r["new"] == 9),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k", "value": "many"}),
+            Err("whole number"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k", "value": 0}),
+            Err("retrieval.top_k"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "storage.hard_ratio", "value": 1.5}),
+            Err("storage.hard_ratio"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "paths.warm_cache", "value": "/tmp/x.json"}),
+            Err("cannot be changed"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "embedding.dim", "value": 512}),
+            Err("cannot be changed"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "memory.no_such_key", "value": 1}),
+            Err("no config key"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k"}),
+            Err("missing required argument \"value\""),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "retrieval.top_k", "value": [1]}),
+            Err("a string, a number or true/false"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "llm.api_key", "value": "sk-very-secret"}),
+            Ok(|r| r["new"] == "****" && r["old"] == ""),
+        ),
+        case(
+            "coral_config_get",
+            json!({"path": "llm"}),
+            Ok(|r| r["config"]["api_key"] == "****"),
+        ),
+        case(
+            "coral_config_reset",
+            json!({"key_path": "retrieval.top_k"}),
+            Ok(|r| {
+                r["ok"] == true && r["scope"] == "key" && r["changed"] == json!(["retrieval.top_k"])
+            }),
+        ),
+        case(
+            "coral_config_get",
+            json!({"path": "retrieval.top_k"}),
+            Ok(|r| r["config"] == 5),
+        ),
+        case(
+            "coral_config_reset",
+            json!({"key_path": "embedding"}),
+            Err("cannot be changed"),
+        ),
+        case(
+            "coral_config_reset",
+            json!({"key_path": "memory.bogus"}),
+            Err("no config key"),
+        ),
+        case(
+            "coral_config_reset",
+            json!({}),
+            Ok(|r| r["scope"] == "tunable" && r["reset"].as_array().is_some_and(|a| a.len() == 6)),
+        ),
     ]
 }
 
 /// Run every case through `call` (which returns the tool's result or its error message).
 pub fn check_all(mut call: impl FnMut(&str, &Value) -> Result<Value, String>) {
+    let mut thread: Option<String> = None;
     for (i, c) in cases().iter().enumerate() {
-        let got = call(c.tool, &c.args);
+        let args = match &thread {
+            Some(id) => serde_json::from_str(&c.args.to_string().replace("$THREAD", id)).unwrap(),
+            None => c.args.clone(),
+        };
+        let got = call(c.tool, &args);
+        if let (None, "thread_create", Ok(r)) = (&thread, c.tool, &got) {
+            thread = r["thread"]["thread_id"].as_str().map(String::from);
+        }
         match (&c.expect, &got) {
             (Ok(check), Ok(result)) => {
                 assert!(

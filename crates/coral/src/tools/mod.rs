@@ -5,7 +5,9 @@
 //! schema sent to clients and the validation of incoming arguments are both derived from that
 //! declaration, so they cannot drift apart.
 
+mod config;
 mod memory;
+mod threads;
 
 use serde_json::{Map, Value, json};
 
@@ -33,6 +35,9 @@ impl From<crate::Error> for ToolError {
             crate::Error::NotFound(id) => ToolError::InvalidArguments(format!(
                 "no memory with item_id {id:?}; search first to get a valid id"
             )),
+            crate::Error::ThreadNotFound(id) => ToolError::InvalidArguments(format!(
+                "no thread with id {id:?}; call thread_status to list the threads"
+            )),
             other => ToolError::Failed(other.to_string()),
         }
     }
@@ -59,6 +64,8 @@ pub enum Kind {
     },
     /// `true` or `false`.
     Boolean,
+    /// A string, a number or a boolean (a config value).
+    Scalar,
 }
 
 /// One declared argument.
@@ -90,6 +97,7 @@ pub enum DefaultValue {
 type Handler = fn(&Coral, &Args) -> Result<Value, ToolError>;
 
 /// One tool.
+#[derive(Clone)]
 pub struct ToolDef {
     /// Tool name (the original's).
     pub name: &'static str,
@@ -124,6 +132,13 @@ impl ToolDef {
                 Kind::Boolean => {
                     p.insert("type".into(), "boolean".into());
                 }
+                Kind::Scalar => {
+                    // anyOf with one type each, not a type array: more clients accept it.
+                    p.insert(
+                        "anyOf".into(),
+                        json!([{"type": "string"}, {"type": "number"}, {"type": "boolean"}]),
+                    );
+                }
             }
             p.insert("description".into(), a.description.into());
             match a.default {
@@ -149,9 +164,25 @@ impl ToolDef {
     }
 }
 
-/// Every tool, in the original's registry order.
+/// Every tool, in the original's registry order (memory, threads, stats, config, report).
 pub fn tools() -> &'static [ToolDef] {
-    memory::TOOLS
+    static ALL: std::sync::OnceLock<Vec<ToolDef>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<ToolDef> = Vec::new();
+        for group in [memory::TOOLS, threads::TOOLS, config::TOOLS] {
+            all.extend(group.iter().map(ToolDef::clone));
+        }
+        // coral_stats sits after the thread tools in the original's order.
+        if let Some(i) = all.iter().position(|t| t.name == "coral_stats") {
+            let stats = all.remove(i);
+            let at = all
+                .iter()
+                .position(|t| t.name == "coral_config_get")
+                .unwrap_or(all.len());
+            all.insert(at, stats);
+        }
+        all
+    })
 }
 
 /// Validated arguments of one call.
@@ -178,6 +209,11 @@ impl<'a> Args<'a> {
     /// A boolean argument.
     pub fn bool(&self, name: &str) -> Option<bool> {
         self.map.get(name).and_then(Value::as_bool)
+    }
+
+    /// An argument as raw JSON (null counts as absent).
+    pub fn value(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|v| !v.is_null())
     }
 }
 
@@ -248,6 +284,11 @@ fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> 
             Kind::Boolean => {
                 if !value.is_boolean() {
                     return Err(bad("true or false"));
+                }
+            }
+            Kind::Scalar => {
+                if !(value.is_string() || value.is_number() || value.is_boolean()) {
+                    return Err(bad("a string, a number or true/false"));
                 }
             }
             Kind::Integer { min, max } => {

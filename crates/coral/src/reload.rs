@@ -1,0 +1,176 @@
+//! Config hot reload (SPEC 7): a file watcher marks the config dirty, an mtime + size check every
+//! `reload.check_interval_seconds` catches what the watcher misses, and the next call swaps the
+//! new config in. An invalid file keeps the previous config in force and shows the error in
+//! `stats().config_error`; path, thread-path and embedding changes wait for a restart.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use notify::Watcher as _;
+
+use crate::config::Config;
+use crate::engine::{Coral, Engine, unix_now};
+use crate::error::Result;
+
+type Fingerprint = (SystemTime, u64);
+
+fn fingerprint(path: &Path) -> Option<Fingerprint> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+#[derive(Default)]
+struct ReloadState {
+    fingerprint: Option<Fingerprint>,
+    last_check: Option<Instant>,
+    error: Option<String>,
+    restart_needed: Vec<String>,
+}
+
+/// Watches one config file.
+pub(crate) struct Reloader {
+    path: PathBuf,
+    dirty: Arc<AtomicBool>,
+    state: Mutex<ReloadState>,
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl Reloader {
+    pub(crate) fn new(path: &Path) -> Reloader {
+        let dirty = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&dirty);
+        let name = path.file_name().map(|n| n.to_os_string());
+        // The directory is watched, not the file: editors save by renaming over it.
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event
+                && event.paths.iter().any(|p| p.file_name() == name.as_deref())
+            {
+                flag.store(true, Ordering::Release);
+            }
+        })
+        .ok()
+        .and_then(|mut w| {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            w.watch(dir, notify::RecursiveMode::NonRecursive).ok()?;
+            Some(w)
+        });
+        Reloader {
+            path: path.to_path_buf(),
+            dirty,
+            state: Mutex::new(ReloadState {
+                fingerprint: fingerprint(path),
+                ..ReloadState::default()
+            }),
+            _watcher: watcher,
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ReloadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record the file as it is now (after Coral itself wrote it).
+    pub(crate) fn mark_seen(&self) {
+        self.state().fingerprint = fingerprint(&self.path);
+    }
+
+    /// The last reload problem, if the config in force is not the file's.
+    pub(crate) fn error(&self) -> Option<String> {
+        self.state().error.clone()
+    }
+
+    /// Settings changed in the file that only a restart applies.
+    pub(crate) fn restart_needed(&self) -> Vec<String> {
+        self.state().restart_needed.clone()
+    }
+}
+
+/// Keys whose change needs a restart (or a re-embed), compared between two configs.
+fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.paths != new.paths {
+        out.push("paths".to_string());
+    }
+    if old.threads != new.threads {
+        out.push("threads.path".to_string());
+    }
+    if old.embedding != new.embedding {
+        out.push("embedding (needs coral reembed)".to_string());
+    }
+    out
+}
+
+impl Coral {
+    /// Put `config` in force now and govern at once (a lower capacity evicts right away).
+    pub(crate) fn apply_config(&self, config: Config, now: f64) -> Result<()> {
+        let mut engine = self.lock_raw();
+        self.swap_config(&mut engine, config, now)?;
+        if let Some(r) = &self.reloader {
+            r.mark_seen();
+            let mut state = r.state();
+            state.error = None;
+        }
+        Ok(())
+    }
+
+    fn swap_config(&self, engine: &mut Engine, mut config: Config, now: f64) -> Result<()> {
+        let current = self.config();
+        let pending = restart_keys(&current, &config);
+        // Settings that need a restart stay as they are until then.
+        config.paths = current.paths.clone();
+        config.threads = current.threads.clone();
+        config.embedding = current.embedding.clone();
+        config.base_dir = current.base_dir.clone();
+        config.data_dir_override = current.data_dir_override.clone();
+        let config = Arc::new(config);
+        self.config.store(Arc::clone(&config));
+        if let Some(r) = &self.reloader {
+            r.state().restart_needed = pending;
+        }
+        engine.maintain(&config, now)
+    }
+
+    /// Called with the engine locked at the start of every call: reload the file when the
+    /// watcher saw it change or the fallback interval has passed and its fingerprint moved.
+    pub(crate) fn reload_if_changed(&self, engine: &mut Engine) {
+        let Some(r) = &self.reloader else {
+            return;
+        };
+        let interval =
+            Duration::from_secs_f64(self.config().reload.check_interval_seconds.max(0.0));
+        {
+            let mut state = r.state();
+            let flagged = r.dirty.swap(false, Ordering::AcqRel);
+            let due = state.last_check.is_none_or(|t| t.elapsed() >= interval);
+            if !flagged && !due {
+                return;
+            }
+            state.last_check = Some(Instant::now());
+            let now = fingerprint(&r.path);
+            if now == state.fingerprint {
+                return;
+            }
+            state.fingerprint = now;
+        }
+        let loaded = std::fs::read_to_string(&r.path)
+            .map_err(|e| format!("cannot read {}: {e}", r.path.display()))
+            .and_then(|text| Config::from_json(&text));
+        match loaded {
+            Ok((config, _warnings)) => match self.swap_config(engine, config, unix_now()) {
+                Ok(()) => r.state().error = None,
+                Err(e) => r.state().error = Some(format!("reloaded, but governance failed: {e}")),
+            },
+            Err(e) => {
+                r.state().error = Some(format!(
+                    "{}: {e}; still using the previous config",
+                    r.path.display()
+                ));
+            }
+        }
+    }
+}
