@@ -49,6 +49,7 @@ impl Coral {
             .embed(&[content])?
             .pop()
             .ok_or_else(|| Error::InvalidInput("the embedder returned no vector".into()))?;
+        self.refresh_config();
         let config = self.config();
         let mut engine = self.lock();
         let new = NewItem {

@@ -135,6 +135,13 @@ impl Coral {
         engine.maintain(&config, now)
     }
 
+    /// Pick up a changed config file before a call reads the config.
+    pub(crate) fn refresh_config(&self) {
+        if self.reloader.is_some() {
+            drop(self.lock());
+        }
+    }
+
     /// Called with the engine locked at the start of every call: reload the file when the
     /// watcher saw it change or the fallback interval has passed and its fingerprint moved.
     pub(crate) fn reload_if_changed(&self, engine: &mut Engine) {

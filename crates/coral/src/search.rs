@@ -24,6 +24,7 @@ impl Coral {
     /// [`Coral::search`] with a project, a score floor or a clock.
     pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
         check_text("query", query)?;
+        self.refresh_config();
         let config = self.config();
         let k = options.top_k.unwrap_or(config.retrieval.top_k);
         if k == 0 || k > MAX_TOP_K {
