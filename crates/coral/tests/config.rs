@@ -247,7 +247,7 @@ fn lowering_the_capacity_governs_at_once() {
     assert_eq!(coral.stats().total, 20);
     // The evicted items are in the archive, not lost.
     let kept: Vec<String> = coral.export().into_iter().map(|m| m.item.item_id).collect();
-    let all: Vec<String> = (0..60).map(|i| coral_embed_id(i)).collect();
+    let all: Vec<String> = (0..60).map(coral_embed_id).collect();
     let evicted: Vec<&String> = all.iter().filter(|id| !kept.contains(id)).collect();
     assert_eq!(evicted.len(), 40);
     for id in evicted {
