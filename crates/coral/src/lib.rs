@@ -26,6 +26,7 @@ mod import;
 mod insert;
 mod lifecycle;
 mod reload;
+mod report;
 mod search;
 mod threads;
 mod tools;
@@ -46,5 +47,6 @@ pub use engine::{
     Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
+pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use threads::{THREADS_FILE, Threads};
 pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};

@@ -406,6 +406,23 @@ pub fn cases() -> Vec<Case> {
             json!({}),
             Ok(|r| r["scope"] == "tunable" && r["reset"].as_array().is_some_and(|a| a.len() == 6)),
         ),
+        case(
+            "coral_report",
+            json!({}),
+            Ok(|r| {
+                r["ok"] == true
+                    && r["day_histogram"].as_array().is_some_and(|d| d.len() == 14)
+                    && r["day_histogram"][13]["count"].as_u64() >= Some(1)
+                    && r["eviction_preview"]
+                        .as_array()
+                        .is_some_and(|e| !e.is_empty() && e.len() <= 5)
+                    && r["paths"]["data_dir"]
+                        .as_str()
+                        .is_some_and(|p| p.starts_with('/'))
+                    && r["stats"]["total"].as_u64() >= Some(1)
+            }),
+        ),
+        case("coral_report", json!({"x": 1}), Err("unknown argument")),
     ]
 }
 

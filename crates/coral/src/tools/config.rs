@@ -1,4 +1,5 @@
-//! The config tools: `coral_config_get`, `coral_config_set`, `coral_config_reset`.
+//! The config tools (`coral_config_get`, `coral_config_set`, `coral_config_reset`) and
+//! `coral_report`, which close the original's registry.
 
 use serde_json::{Value, json};
 
@@ -57,7 +58,24 @@ pub(super) static TOOLS: &[ToolDef] = &[
         }],
         handler: config_reset,
     },
+    ToolDef {
+        name: "coral_report",
+        description: "Health report: stats, disk usage, memories per day for 14 days, the 5 \
+                      memories closest to eviction, absolute file paths. \
+                      健康报告：统计、磁盘、近 14 天每日新增、最可能被淘汰的 5 条、文件路径。",
+        args: &[],
+        handler: report,
+    },
 ];
+
+fn report(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
+    let mut value =
+        serde_json::to_value(coral.report()).map_err(|e| ToolError::Failed(e.to_string()))?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("ok".into(), json!(true));
+    }
+    Ok(value)
+}
 
 fn config_get(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let path = args.str("path");

@@ -1,0 +1,224 @@
+//! `report()` and `fuse_check()`: what a user asks when deciding whether Coral is healthy.
+
+use serde::Serialize;
+
+use coral_heat::{Candidate, evict_lowest_heat, heat};
+use coral_store::Tier;
+
+use crate::engine::{Coral, DiskUsage, Stats, unix_now};
+use crate::lifecycle::heat_params;
+
+/// Memories created on one UTC day.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DayCount {
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// Memories created that day (among those still stored).
+    pub count: usize,
+}
+
+/// A memory close to eviction.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EvictionCandidate {
+    /// Memory id.
+    pub id: String,
+    /// Its heat, pool-normalised (lower goes first).
+    pub heat: f64,
+    /// Its tier.
+    pub tier: Tier,
+    /// Importance.
+    pub importance: f64,
+    /// Accesses.
+    pub access_count: u64,
+    /// Last access, Unix seconds.
+    pub last_access: f64,
+    /// The first 60 characters.
+    pub content: String,
+}
+
+/// Absolute paths of everything Coral reads and writes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Paths {
+    /// The config file (empty when opened without one).
+    pub config: String,
+    /// The data directory.
+    pub data_dir: String,
+    /// Warm tier.
+    pub warm: String,
+    /// Cold tier.
+    pub cold: String,
+    /// Vectors.
+    pub vectors: String,
+    /// Vector ids.
+    pub vector_index: String,
+    /// Hot tier.
+    pub hot: String,
+    /// Journal.
+    pub journal: String,
+    /// Archive.
+    pub archive: String,
+    /// Threads file.
+    pub threads: String,
+}
+
+/// Everything `coral report` shows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Counters.
+    pub stats: Stats,
+    /// Disk usage.
+    pub disk_usage: DiskUsage,
+    /// Memories created per day over the last 14 days, oldest first.
+    pub day_histogram: Vec<DayCount>,
+    /// The five memories closest to eviction, coolest first.
+    pub eviction_preview: Vec<EvictionCandidate>,
+    /// Absolute paths.
+    pub paths: Paths,
+}
+
+/// What `fuse_check` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FuseCheck {
+    /// Sum of the texts' token counts.
+    pub tokens: u64,
+    /// `memory.token_fuse_threshold`.
+    pub threshold: u64,
+    /// `tokens >= threshold`: too much to put in a prompt at once.
+    pub blown: bool,
+}
+
+/// `YYYY-MM-DD` of a day number counted from 1970-01-01 (proleptic Gregorian).
+pub fn civil_date(days: i64) -> String {
+    // Shift the epoch to 0000-03-01 so leap days fall at the end of each 400-year era.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+fn absolute(p: &std::path::Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+impl Coral {
+    /// Stats, disk usage, a 14-day histogram, the five memories closest to eviction and
+    /// absolute paths.
+    pub fn report(&self) -> Report {
+        self.report_at(unix_now())
+    }
+
+    /// [`Coral::report`] as of `now`.
+    pub fn report_at(&self, now: f64) -> Report {
+        let stats = self.stats();
+        let disk_usage = self.disk_usage();
+        let config = self.config();
+        let engine = self.lock();
+        let pool = engine.store.pool();
+        let today = (now / 86_400.0).floor() as i64;
+        let mut counts = [0usize; 14];
+        for &ts in pool.timestamps() {
+            let day = (ts / 86_400.0).floor() as i64;
+            let back = today - day;
+            if (0..14).contains(&back) {
+                counts[13 - back as usize] += 1;
+            }
+        }
+        let day_histogram = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| DayCount {
+                date: civil_date(today - 13 + i as i64),
+                count,
+            })
+            .collect();
+        let candidates: Vec<Candidate> = (0..pool.len() as u32)
+            .map(|row| {
+                let item = pool.item(row);
+                Candidate {
+                    key: row,
+                    timestamp: item.timestamp,
+                    last_access: item.last_access,
+                    access_count: item.access_count,
+                    importance: item.importance,
+                }
+            })
+            .collect();
+        let params = heat_params(&config);
+        let pool_max = candidates.iter().map(|c| c.access_count).max();
+        let eviction_preview = evict_lowest_heat(&candidates, 5, now, &params)
+            .into_iter()
+            .map(|row| {
+                let item = pool.item(row);
+                EvictionCandidate {
+                    id: item.item_id.clone(),
+                    heat: heat(
+                        item.access_count,
+                        item.last_access,
+                        item.importance,
+                        now,
+                        &params,
+                        pool_max,
+                    ),
+                    tier: pool.tier(row),
+                    importance: item.importance,
+                    access_count: item.access_count,
+                    last_access: item.last_access,
+                    content: item.content.chars().take(60).collect(),
+                }
+            })
+            .collect();
+        let p = engine.store.paths();
+        let paths = Paths {
+            config: self.config_path().map(absolute).unwrap_or_default(),
+            data_dir: absolute(&p.dir),
+            warm: absolute(&p.warm),
+            cold: absolute(&p.cold),
+            vectors: absolute(&p.vectors),
+            vector_index: absolute(&p.index),
+            hot: absolute(&p.hot),
+            journal: absolute(&p.wal),
+            archive: absolute(&p.archive),
+            threads: absolute(&config.threads_path()),
+        };
+        Report {
+            stats,
+            disk_usage,
+            day_histogram,
+            eviction_preview,
+            paths,
+        }
+    }
+
+    /// Whether these texts together exceed `memory.token_fuse_threshold` tokens.
+    pub fn fuse_check<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> FuseCheck {
+        let threshold = self.config().memory.token_fuse_threshold;
+        let tokens = texts.into_iter().map(coral_embed::token_count).sum();
+        FuseCheck {
+            tokens,
+            threshold,
+            blown: tokens >= threshold,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_date;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_553), "2026-04-10");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(civil_date(-1), "1969-12-31");
+    }
+}
