@@ -32,13 +32,28 @@ pub fn evict_lowest_heat(
     now: f64,
     params: &HeatParams,
 ) -> Vec<u32> {
+    coolest_first(candidates, n, now, params)
+        .into_iter()
+        .map(|i| candidates[i].key)
+        .collect()
+}
+
+/// Indices into `candidates` of the `n` coolest, coolest first, under the ordering documented
+/// on [`evict_lowest_heat`]. Shared by every policy that picks "the coolest" so they agree.
+pub(crate) fn coolest_first(
+    candidates: &[Candidate],
+    n: usize,
+    now: f64,
+    params: &HeatParams,
+) -> Vec<usize> {
     if n == 0 || candidates.is_empty() {
         return Vec::new();
     }
     let pool_max = candidates.iter().map(|c| c.access_count).max();
-    let mut scored: Vec<(f64, &Candidate)> = candidates
+    let mut scored: Vec<(f64, usize)> = candidates
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let h = heat(
                 c.access_count,
                 c.last_access,
@@ -47,20 +62,22 @@ pub fn evict_lowest_heat(
                 params,
                 pool_max,
             );
-            (h, c)
+            (h, i)
         })
         .collect();
-    let order = |a: &(f64, &Candidate), b: &(f64, &Candidate)| {
+    let order = |a: &(f64, usize), b: &(f64, usize)| {
+        let (ca, cb) = (&candidates[a.1], &candidates[b.1]);
         a.0.total_cmp(&b.0)
-            .then(a.1.last_access.total_cmp(&b.1.last_access))
-            .then(a.1.key.cmp(&b.1.key))
+            .then(ca.last_access.total_cmp(&cb.last_access))
+            .then(ca.key.cmp(&cb.key))
+            .then(a.1.cmp(&b.1))
     };
     if n < scored.len() {
         scored.select_nth_unstable_by(n - 1, order);
         scored.truncate(n);
     }
     scored.sort_by(order);
-    scored.into_iter().map(|(_, c)| c.key).collect()
+    scored.into_iter().map(|(_, i)| i).collect()
 }
 
 #[cfg(test)]

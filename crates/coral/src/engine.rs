@@ -531,12 +531,6 @@ fn unenforced_settings(config: &Config) -> Vec<String> {
             "storage.max_bytes is set, but this version does not enforce a disk budget yet".into(),
         );
     }
-    if config.memory.project_quota > 0 {
-        out.push(
-            "memory.project_quota is set, but this version does not enforce project quotas yet"
-                .into(),
-        );
-    }
     if !config.llm.base_url.is_empty() {
         out.push("llm.base_url is set, but this version does not distil memories yet".into());
     }

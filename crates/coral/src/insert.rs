@@ -60,8 +60,12 @@ impl Coral {
             project,
             at,
         };
+        let project = new.project.clone();
         let outcome = engine.insert(&config, new)?;
         engine.maintain(&config, now)?;
+        if let (Some(p), true) = (project, outcome.inserted()) {
+            engine.enforce_project_quota(&config, &p, now)?;
+        }
         Ok(outcome)
     }
 }

@@ -108,6 +108,32 @@ impl Engine {
         Ok(())
     }
 
+    /// Keep `project` within `memory.project_quota` items (SPEC 5.3): once it exceeds the
+    /// quota by its headroom, its coolest items go to the archive until it is back at the quota.
+    /// Shared items (no project) are never counted against a project.
+    pub(crate) fn enforce_project_quota(
+        &mut self,
+        config: &Config,
+        project: &str,
+        now: f64,
+    ) -> Result<()> {
+        let quota = config.memory.project_quota;
+        if quota == 0 {
+            return Ok(());
+        }
+        let pool = self.store.pool();
+        let members: Vec<Candidate> = (0..pool.len() as u32)
+            .filter(|&r| pool.item(r).project.as_deref() == Some(project))
+            .map(|r| candidate(pool, r))
+            .collect();
+        let excess = excess_over_capacity(members.len(), quota, headroom(quota, 0));
+        if excess == 0 {
+            return Ok(());
+        }
+        let rows = evict_lowest_heat(&members, excess, now, &heat_params(config));
+        self.archive(&rows, "project_quota", now)
+    }
+
     fn archive(&mut self, rows: &[u32], reason: &str, now: f64) -> Result<()> {
         let pool = self.store.pool();
         let records = ids(pool, rows)
