@@ -3,8 +3,9 @@
 //! Everything here is a pure function of plain numbers: the caller passes the candidates of a
 //! tier (row key, timestamps, counters) and the current time, and gets back which rows to move or
 //! evict. This crate never sees the store or the files, so every decision is exact and testable.
-//! Distillation is planned here too ([`plan_distillation`] over token-hash sets), and so is the
-//! disk quota ([`plan_quota`]).
+//! Distillation is planned here too ([`plan_distillation`] over token-hash sets), and the one
+//! edge this crate has, the [`Llm`] that writes the summaries, is a trait: [`OpenAiClient`]
+//! talks to an OpenAI-compatible endpoint, and tests inject their own.
 //!
 //! ```
 //! use coral_heat::{HeatParams, heat, headroom};
@@ -37,15 +38,23 @@
 //! ```
 
 mod distill;
+mod error;
 mod governance;
 mod jaccard;
+mod llm;
+mod openai;
 mod quota;
 mod score;
+mod settings;
 mod tiers;
 mod union_find;
 
 pub use distill::{DistillCandidate, DistillParams, DistillPlan, find_clusters, plan_distillation};
+pub use error::{Error, Result};
 pub use governance::{evict_lowest_heat, excess_over_capacity, headroom};
+pub use llm::{Llm, MAX_SUMMARY_CHARS, TARGET_SUMMARY_CHARS, clean_summary};
+pub use openai::OpenAiClient;
 pub use quota::{ColdItem, QuotaLimits, QuotaPlan, plan_quota};
 pub use score::{HeatParams, HeatWeights, heat};
+pub use settings::{DEEPSEEK_BASE_URL, DEFAULT_MODEL, DEFAULT_TIMEOUT, LlmSettings};
 pub use tiers::{Candidate, lru_overflow, ttl_expired};
