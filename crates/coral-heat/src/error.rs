@@ -8,7 +8,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// The configured base URL cannot be used.
-    #[error("invalid llm.base_url {url:?}: {detail}; use http://host[:port][/v1] or https://…")]
+    #[error("invalid llm.base_url {url:?}: {detail}")]
     InvalidBaseUrl {
         /// The URL as configured.
         url: String,

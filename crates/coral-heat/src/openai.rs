@@ -125,9 +125,24 @@ impl OpenAiClient {
             }
             source = error.source();
         }
+        let kind = transport.kind();
+        if kind == ureq::ErrorKind::UnknownScheme {
+            // ureq is built without TLS unless its `tls` feature is on.
+            return Error::InvalidBaseUrl {
+                url: self.endpoint.clone(),
+                detail:
+                    "this build of coral cannot make https requests (ureq without TLS); use an \
+                         http:// endpoint, such as a local proxy"
+                        .into(),
+            };
+        }
+        let detail = match transport.message() {
+            Some(message) => format!("{kind}: {message}"),
+            None => kind.to_string(),
+        };
         Error::Unreachable {
             url: self.endpoint.clone(),
-            detail: self.redact(&transport.to_string()),
+            detail: self.redact(&detail),
         }
     }
 
@@ -221,13 +236,15 @@ fn endpoint_of(base_url: &str) -> Result<String> {
                 .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
         })
         .map(str::len)
-        .ok_or_else(|| invalid("it must start with http:// or https://"))?;
+        .ok_or_else(|| {
+            invalid("it must start with http:// or https://, as in http://host[:port][/v1]")
+        })?;
     let host = url[scheme_len..]
         .split(['/', '?', '#'])
         .next()
         .unwrap_or("");
     if host.is_empty() {
-        return Err(invalid("it names no host"));
+        return Err(invalid("it names no host, as in http://host[:port][/v1]"));
     }
     if url.chars().any(char::is_whitespace) {
         return Err(invalid("it contains whitespace"));
