@@ -548,6 +548,33 @@ impl Store {
             .collect()
     }
 
+    /// Drop the oldest archive entries until the archive file holds at most `max_bytes`
+    /// (whole lines only; rewritten atomically). Returns the bytes freed.
+    pub fn trim_archive(&mut self, max_bytes: u64) -> Result<u64> {
+        let path = self.paths.archive.clone();
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e).at(&path),
+        };
+        if bytes.len() as u64 <= max_bytes {
+            return Ok(0);
+        }
+        // Keep the newest whole lines (the end of the file) that fit: the first line start from
+        // which the rest of the file is within the budget.
+        let len = bytes.len();
+        let start = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1)
+            .find(|&start| (len - start) as u64 <= max_bytes)
+            .unwrap_or(len);
+        let kept = &bytes[start..];
+        files::write_atomic(&path, kept, self.options.sync.syncs())?;
+        Ok((bytes.len() - kept.len()) as u64)
+    }
+
     /// An archived item by id (the latest entry for it), with the archive's extra keys.
     pub fn archived(&self, id: &str) -> Result<Option<Item>> {
         let loaded = files::read_item_lines(&self.paths.archive)?;

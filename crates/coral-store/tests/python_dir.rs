@@ -129,3 +129,18 @@ fn a_checkpoint_writes_the_original_shapes() {
     assert_eq!(again.pool().len(), 5);
     assert_eq!(again.skipped_lines(), 1);
 }
+
+#[test]
+fn archive_trim_keeps_the_newest_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(StorePaths::in_dir(dir.path()), options()).unwrap();
+    let archive = dir.path().join("coral_archive.jsonl");
+    std::fs::write(&archive, "aaaa\nbbbb\ncccc\n").unwrap();
+    assert_eq!(store.trim_archive(100).unwrap(), 0);
+    assert_eq!(store.trim_archive(11).unwrap(), 5);
+    assert_eq!(std::fs::read_to_string(&archive).unwrap(), "bbbb\ncccc\n");
+    assert_eq!(store.trim_archive(6).unwrap(), 5);
+    assert_eq!(std::fs::read_to_string(&archive).unwrap(), "cccc\n");
+    assert_eq!(store.trim_archive(3).unwrap(), 5);
+    assert_eq!(std::fs::read_to_string(&archive).unwrap(), "");
+}

@@ -156,6 +156,8 @@ pub struct Stats {
     pub journal_bytes: u64,
     /// Checkpoints since the directory was created.
     pub generation: u64,
+    /// Distillation and disk-quota activity since open.
+    pub governance: crate::govern::GovernanceStats,
 }
 
 /// Disk usage (SPEC 6.5).
@@ -171,7 +173,9 @@ pub struct DiskUsage {
     pub total_bytes: u64,
     /// The budget (0 = none).
     pub max_bytes: u64,
-    /// `total / max`, when there is a budget.
+    /// What the budget counts: the items as a checkpoint writes them, plus the archive.
+    pub quota_bytes: u64,
+    /// `quota_bytes / max_bytes`, when there is a budget.
     pub ratio: Option<f64>,
 }
 
@@ -192,6 +196,33 @@ pub struct ImportReport {
     pub notes: Vec<String>,
 }
 
+impl Engine {
+    /// Disk usage of the store (SPEC 6.5): every data file but the `.npy`, plus the vectors
+    /// as they will be once checkpointed (`items × dim × 4`).
+    pub(crate) fn disk_usage(&self, config: &Config) -> DiskUsage {
+        let mut files = BTreeMap::new();
+        let mut data_bytes = 0;
+        for (label, bytes) in self.store.file_sizes() {
+            if label != "vectors" {
+                data_bytes += bytes;
+            }
+            files.insert(label.to_string(), bytes);
+        }
+        let projected = (self.store.pool().len() * self.store.pool().dim() * 4) as u64;
+        let total = data_bytes + projected;
+        let max = config.storage.max_bytes;
+        DiskUsage {
+            files,
+            data_bytes,
+            projected_vector_bytes: projected,
+            total_bytes: total,
+            max_bytes: max,
+            quota_bytes: self.quota_bytes(),
+            ratio: (max > 0).then(|| self.quota_bytes() as f64 / max as f64),
+        }
+    }
+}
+
 pub(crate) struct Engine {
     pub(crate) store: Store,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
@@ -210,6 +241,8 @@ pub struct Coral {
     pub(crate) embedder: Arc<dyn Embedder>,
     notices: Vec<String>,
     pub(crate) engine: Mutex<Engine>,
+    /// Distillation and disk-quota state.
+    pub(crate) governance: crate::govern::Governance,
     /// Reasoning threads: a separate file and lock, never part of the memory pool.
     pub(crate) threads: crate::threads::Threads,
 }
@@ -293,7 +326,6 @@ impl Coral {
                 embedder.name()
             ));
         }
-        notices.extend(unenforced_settings(&config));
         let threads = crate::threads::Threads::open(&config)?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
@@ -305,6 +337,7 @@ impl Coral {
         let coral = Coral {
             config: arc_swap::ArcSwap::from_pointee(config),
             reloader: None,
+            governance: Default::default(),
             config_path: None,
             embedder,
             notices,
@@ -443,32 +476,14 @@ impl Coral {
             repairs: store.repairs().iter().map(ToString::to_string).collect(),
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
+            governance: self.governance.snapshot(),
         }
     }
 
     /// Disk usage by file and against the budget.
     pub fn disk_usage(&self) -> DiskUsage {
         let engine = self.lock();
-        let config = self.config();
-        let mut files = BTreeMap::new();
-        let mut data_bytes = 0;
-        for (label, bytes) in engine.store.file_sizes() {
-            if label != "vectors" {
-                data_bytes += bytes;
-            }
-            files.insert(label.to_string(), bytes);
-        }
-        let projected = (engine.store.pool().len() * engine.store.pool().dim() * 4) as u64;
-        let total = data_bytes + projected;
-        let max = config.storage.max_bytes;
-        DiskUsage {
-            files,
-            data_bytes,
-            projected_vector_bytes: projected,
-            total_bytes: total,
-            max_bytes: max,
-            ratio: (max > 0).then(|| total as f64 / max as f64),
-        }
+        engine.disk_usage(&self.config())
     }
 
     /// Every memory, oldest first.
@@ -521,20 +536,6 @@ pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Settings this version accepts but does not act on yet: say so instead of ignoring them.
-fn unenforced_settings(config: &Config) -> Vec<String> {
-    let mut out = Vec::new();
-    if config.storage.max_bytes > 0 {
-        out.push(
-            "storage.max_bytes is set, but this version does not enforce a disk budget yet".into(),
-        );
-    }
-    if !config.llm.base_url.is_empty() {
-        out.push("llm.base_url is set, but this version does not distil memories yet".into());
-    }
-    out
 }
 
 /// Compute vectors the store could not load (other model's dim, missing `.npy`, ...).

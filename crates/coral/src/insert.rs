@@ -62,10 +62,9 @@ impl Coral {
         };
         let project = new.project.clone();
         let outcome = engine.insert(&config, new)?;
-        engine.maintain(&config, now)?;
-        if let (Some(p), true) = (project, outcome.inserted()) {
-            engine.enforce_project_quota(&config, &p, now)?;
-        }
+        drop(engine);
+        let project = project.filter(|_| outcome.inserted());
+        self.govern(&config, now, project.as_deref())?;
         Ok(outcome)
     }
 }

@@ -22,6 +22,7 @@ mod config;
 mod config_ops;
 mod engine;
 mod error;
+mod govern;
 mod import;
 mod insert;
 mod lifecycle;
@@ -47,6 +48,7 @@ pub use engine::{
     Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
+pub use govern::{GovernanceStats, llm_settings};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use threads::{THREADS_FILE, Threads};
 pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};

@@ -108,17 +108,18 @@ fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
 impl Coral {
     /// Put `config` in force now and govern at once (a lower capacity evicts right away).
     pub(crate) fn apply_config(&self, config: Config, now: f64) -> Result<()> {
-        let mut engine = self.lock_raw();
-        self.swap_config(&mut engine, config, now)?;
+        let engine = self.lock_raw();
+        let config = self.swap_config(config);
         if let Some(r) = &self.reloader {
             r.mark_seen();
-            let mut state = r.state();
-            state.error = None;
+            r.state().error = None;
         }
-        Ok(())
+        drop(engine);
+        self.govern(&config, now, None)
     }
 
-    fn swap_config(&self, engine: &mut Engine, mut config: Config, now: f64) -> Result<()> {
+    /// Put `config` in force (keeping the settings that need a restart) and return it.
+    fn swap_config(&self, mut config: Config) -> Arc<Config> {
         let current = self.config();
         let pending = restart_keys(&current, &config);
         // Settings that need a restart stay as they are until then.
@@ -132,7 +133,7 @@ impl Coral {
         if let Some(r) = &self.reloader {
             r.state().restart_needed = pending;
         }
-        engine.maintain(&config, now)
+        config
     }
 
     /// Pick up a changed config file before a call reads the config.
@@ -168,10 +169,18 @@ impl Coral {
             .map_err(|e| format!("cannot read {}: {e}", r.path.display()))
             .and_then(|text| Config::from_json(&text));
         match loaded {
-            Ok((config, _warnings)) => match self.swap_config(engine, config, unix_now()) {
-                Ok(()) => r.state().error = None,
-                Err(e) => r.state().error = Some(format!("reloaded, but governance failed: {e}")),
-            },
+            Ok((config, _warnings)) => {
+                let config = self.swap_config(config);
+                // Under the lock: no distillation here (it would hold the lock across an LLM
+                // call); a lower capacity is governed by eviction at once.
+                let now = unix_now();
+                let governed = engine
+                    .maintain(&config, now)
+                    .and_then(|()| self.enforce_disk_quota(engine, &config, now));
+                r.state().error = governed
+                    .err()
+                    .map(|e| format!("reloaded, but governance failed: {e}"));
+            }
             Err(e) => {
                 r.state().error = Some(format!(
                     "{}: {e}; still using the previous config",

@@ -1,0 +1,386 @@
+//! Governance after a mutation: distillation before eviction (SPEC 6.3–6.4) and the disk quota
+//! (SPEC 6.5).
+//!
+//! Distillation calls a remote LLM, which can take seconds, so it never holds the engine lock
+//! across the call: clusters are planned under the lock, summarised without it, and committed
+//! under it again only if every member is still there. Any failure skips that cluster and
+//! changes nothing; eviction then does what is left.
+
+use std::sync::Mutex;
+
+use coral_embed::{item_id, text_features, token_count};
+use coral_heat::{
+    Candidate, ColdItem, DistillCandidate, DistillParams, Llm, LlmSettings, OpenAiClient,
+    QuotaLimits, evict_lowest_heat, excess_over_capacity, headroom, plan_distillation, plan_quota,
+};
+use coral_store::{Item, Record, Tier};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::engine::{Coral, Engine};
+use crate::error::Result;
+use crate::lifecycle::heat_params;
+
+/// What governance has done since open.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GovernanceStats {
+    /// Clusters replaced by a summary.
+    pub distilled_clusters: u64,
+    /// Memories archived into those summaries.
+    pub distilled_members: u64,
+    /// Clusters skipped because the LLM call failed.
+    pub distill_failures: u64,
+    /// The last distillation error (API key masked).
+    pub last_distill_error: Option<String>,
+    /// Set while usage is above `storage.warn_ratio` of `storage.max_bytes`.
+    pub disk_warning: Option<String>,
+    /// Warnings given (one each time usage crosses `storage.warn_ratio` upwards).
+    pub disk_warnings: u64,
+    /// Memories removed to stay within `storage.max_bytes`.
+    pub quota_removed: u64,
+    /// Archive bytes trimmed to stay within `storage.max_bytes`.
+    pub quota_archive_bytes_trimmed: u64,
+}
+
+/// Governance state kept across calls.
+#[derive(Default)]
+pub(crate) struct Governance {
+    pub(crate) stats: Mutex<GovernanceStats>,
+}
+
+impl Governance {
+    pub(crate) fn snapshot(&self) -> GovernanceStats {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut GovernanceStats)) {
+        f(&mut self.stats.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// One cluster to summarise: member ids and texts, the summary's counters.
+struct Job {
+    ids: Vec<String>,
+    texts: Vec<String>,
+    access_count: u64,
+    importance: f64,
+    project: Option<String>,
+}
+
+/// The LLM endpoint from config, then `CORAL_LLM_*`, then `DEEPSEEK_*`.
+pub fn llm_settings(config: &Config) -> Option<LlmSettings> {
+    LlmSettings::resolve(
+        &config.llm.base_url,
+        &config.llm.api_key,
+        &config.llm.model,
+        |key| std::env::var(key).ok(),
+    )
+}
+
+/// What one item takes on disk once checkpointed: its JSON (a cold line, or a pretty-printed
+/// array element for hot and warm), its vector row and its index entry.
+fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
+    let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
+    let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
+    (item.content.len() + json_overhead + project + dim * 4 + 20) as u64
+}
+
+impl Engine {
+    /// Bytes the disk quota counts: every item as a checkpoint would write it, plus the archive
+    /// file. (The journal is excluded: it is folded as it grows; threads never count.)
+    pub(crate) fn quota_bytes(&self) -> u64 {
+        let pool = self.store.pool();
+        let items: u64 = (0..pool.len() as u32)
+            .map(|row| item_bytes(pool.item(row), pool.tier(row), pool.dim()))
+            .sum();
+        let archive = self
+            .store
+            .file_sizes()
+            .into_iter()
+            .find(|(l, _)| *l == "archive")
+            .map_or(0, |(_, b)| b);
+        items + archive
+    }
+
+    /// Items above capacity + headroom (0 when within).
+    pub(crate) fn governance_excess(&self, config: &Config) -> usize {
+        let m = &config.memory;
+        excess_over_capacity(
+            self.store.pool().len(),
+            m.capacity_threshold,
+            headroom(m.capacity_threshold, m.governance_headroom),
+        )
+    }
+
+    /// Clusters of the coolest warm and cold items worth one summary each.
+    fn plan_distill(&self, config: &Config, now: f64) -> Vec<Job> {
+        let pool = self.store.pool();
+        let candidates: Vec<Candidate> = [Tier::Warm, Tier::Cold]
+            .iter()
+            .flat_map(|&t| pool.tier_rows(t).iter())
+            .map(|row| {
+                let item = pool.item(row);
+                Candidate {
+                    key: row,
+                    timestamp: item.timestamp,
+                    last_access: item.last_access,
+                    access_count: item.access_count,
+                    importance: item.importance,
+                }
+            })
+            .collect();
+        let params = heat_params(config);
+        let coolest = evict_lowest_heat(&candidates, 200, now, &params);
+        let tokens: Vec<Vec<u64>> = coolest
+            .iter()
+            .map(|&row| text_features(&pool.item(row).content).token_set)
+            .collect();
+        let distill: Vec<DistillCandidate> = coolest
+            .iter()
+            .zip(&tokens)
+            .map(|(&row, tokens)| {
+                let item = pool.item(row);
+                DistillCandidate {
+                    key: row,
+                    access_count: item.access_count,
+                    importance: item.importance,
+                    last_access: item.last_access,
+                    tokens,
+                }
+            })
+            .collect();
+        let distill_params = DistillParams {
+            sim_threshold: config.memory.distill_sim_threshold,
+            min_cluster: config.memory.distill_min_cluster,
+            pool_limit: 200,
+        };
+        plan_distillation(&distill, now, &params, &distill_params)
+            .into_iter()
+            .map(|plan| {
+                let items: Vec<&Item> = plan.members.iter().map(|&r| pool.item(r)).collect();
+                let first_project = items.first().and_then(|i| i.project.clone());
+                let shared = items.iter().all(|i| i.project == first_project);
+                Job {
+                    ids: items.iter().map(|i| i.item_id.clone()).collect(),
+                    texts: items.iter().map(|i| i.content.clone()).collect(),
+                    access_count: plan.access_count,
+                    importance: plan.importance,
+                    project: if shared { first_project } else { None },
+                }
+            })
+            .collect()
+    }
+}
+
+impl Coral {
+    /// Governance after a mutation, with the engine unlocked: distil when over capacity and an
+    /// LLM is configured, then tier checks and eviction, the project quota, the disk quota.
+    pub(crate) fn govern(&self, config: &Config, now: f64, project: Option<&str>) -> Result<()> {
+        if config.memory.distill_first {
+            let planned = {
+                let engine = self.lock_raw();
+                if engine.governance_excess(config) > 0 {
+                    llm_settings(config).map(|s| (s, engine.plan_distill(config, now)))
+                } else {
+                    None
+                }
+            };
+            if let Some((settings, jobs)) = planned.filter(|(_, jobs)| !jobs.is_empty()) {
+                match OpenAiClient::new(settings) {
+                    Ok(client) => {
+                        self.distill(&client, jobs, now)?;
+                    }
+                    Err(e) => self.governance.update(|g| {
+                        g.distill_failures += 1;
+                        g.last_distill_error = Some(e.to_string());
+                    }),
+                }
+            }
+        }
+        let mut engine = self.lock_raw();
+        engine.maintain(config, now)?;
+        if let Some(p) = project {
+            engine.enforce_project_quota(config, p, now)?;
+        }
+        self.enforce_disk_quota(&mut engine, config, now)
+    }
+
+    /// Distil now with a given client (tests and tools inject their own), whatever the
+    /// capacity: the coolest clusters become summaries. Returns how many clusters were replaced.
+    pub fn distill_with(&self, llm: &dyn Llm, now: f64) -> Result<usize> {
+        let config = self.config();
+        let jobs = self.lock_raw().plan_distill(&config, now);
+        let done = self.distill(llm, jobs, now)?;
+        self.lock_raw().maintain(&config, now)?;
+        Ok(done)
+    }
+
+    fn distill(&self, llm: &dyn Llm, jobs: Vec<Job>, now: f64) -> Result<usize> {
+        let mut done = 0;
+        for job in jobs {
+            let texts: Vec<&str> = job.texts.iter().map(String::as_str).collect();
+            let summary = match llm.summarize(&texts) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.governance.update(|g| {
+                        g.distill_failures += 1;
+                        g.last_distill_error = Some(e.to_string());
+                    });
+                    continue;
+                }
+            };
+            let vector = match self.embedder.embed(&[summary.as_str()]) {
+                Ok(mut v) => v.pop().unwrap_or_default(),
+                Err(e) => {
+                    self.governance.update(|g| {
+                        g.distill_failures += 1;
+                        g.last_distill_error = Some(format!("embedding the summary failed: {e}"));
+                    });
+                    continue;
+                }
+            };
+            let summary_id = item_id(&summary);
+            let mut engine = self.lock_raw();
+            // The pool may have changed while the LLM was thinking: only whole clusters commit.
+            if job.ids.iter().any(|id| engine.store.get(id).is_none())
+                || job.ids.contains(&summary_id)
+            {
+                continue;
+            }
+            let mut records = Vec::with_capacity(job.ids.len() + 1);
+            match engine.store.get(&summary_id) {
+                Some((existing, _)) => records.push(Record::Touch {
+                    id: summary_id.clone(),
+                    access_count: existing.access_count.saturating_add(job.access_count),
+                    last_access: existing.last_access.max(now),
+                }),
+                None => records.push(Record::Put {
+                    tier: Tier::Hot,
+                    item: Item {
+                        item_id: summary_id.clone(),
+                        token_count: token_count(&summary),
+                        content: summary.clone(),
+                        timestamp: now,
+                        last_access: now,
+                        access_count: job.access_count.max(1),
+                        importance: job.importance.clamp(0.0, 1.0),
+                        project: job.project.clone(),
+                        extra: Default::default(),
+                    },
+                    vector,
+                }),
+            }
+            records.extend(job.ids.iter().map(|id| Record::Archive {
+                id: id.clone(),
+                reason: "distilled".into(),
+                summary_id: Some(summary_id.clone()),
+                at: now,
+            }));
+            engine.store.commit(records)?;
+            for id in &job.ids {
+                engine.dedup.remove(id);
+            }
+            drop(engine);
+            done += 1;
+            self.governance.update(|g| {
+                g.distilled_clusters += 1;
+                g.distilled_members += job.ids.len() as u64;
+            });
+        }
+        Ok(done)
+    }
+
+    /// Keep the directory within `storage.max_bytes`: warn above `warn_ratio`; above the budget
+    /// trim the archive, then remove the coolest cold memories, down to `hard_ratio`.
+    pub(crate) fn enforce_disk_quota(
+        &self,
+        engine: &mut Engine,
+        config: &Config,
+        now: f64,
+    ) -> Result<()> {
+        let s = &config.storage;
+        if s.max_bytes == 0 {
+            return Ok(());
+        }
+        let limits = QuotaLimits {
+            max_bytes: s.max_bytes,
+            warn_ratio: s.warn_ratio,
+            hard_ratio: s.hard_ratio,
+        };
+        let params = heat_params(config);
+        let warned = self.governance.snapshot().disk_warning.is_some();
+        // The journal is folded often enough to stay a small part of the budget; the plan
+        // counts the data as a checkpoint would write it (see `Engine::quota_bytes`), so usage
+        // moves exactly with what is stored and every removal frees what it was charged.
+        let journal_cap = (s.max_bytes / 10).max(64 * 1024);
+        if engine.store.journal_bytes() > journal_cap {
+            engine.store.checkpoint()?;
+        }
+        let counted = engine.quota_bytes();
+        let archive = engine
+            .store
+            .file_sizes()
+            .into_iter()
+            .find(|(l, _)| *l == "archive")
+            .map_or(0, |(_, b)| b);
+        let pool = engine.store.pool();
+        let cold: Vec<ColdItem> = pool
+            .tier_rows(Tier::Cold)
+            .iter()
+            .map(|row| {
+                let item = pool.item(row);
+                ColdItem {
+                    item: Candidate {
+                        key: row,
+                        timestamp: item.timestamp,
+                        last_access: item.last_access,
+                        access_count: item.access_count,
+                        importance: item.importance,
+                    },
+                    bytes: item_bytes(item, Tier::Cold, pool.dim()),
+                }
+            })
+            .collect();
+        let plan = plan_quota(counted, archive, &cold, &limits, warned, now, &params);
+        if plan.warn {
+            let message = format!(
+                "disk usage {} bytes is {:.0}% of storage.max_bytes {}",
+                counted,
+                plan.ratio * 100.0,
+                s.max_bytes
+            );
+            eprintln!("coral: warning: {message}");
+            self.governance.update(|g| {
+                g.disk_warning = Some(message);
+                g.disk_warnings += 1;
+            });
+        } else if !plan.above_warn {
+            self.governance.update(|g| g.disk_warning = None);
+        }
+        if !plan.removes_anything() {
+            return Ok(());
+        }
+        let mut trimmed = 0;
+        if let Some(target) = plan.archive_target_bytes {
+            trimmed = engine.store.trim_archive(target)?;
+        }
+        let ids: Vec<String> = plan
+            .evict
+            .iter()
+            .map(|&row| engine.store.pool().item(row).item_id.clone())
+            .collect();
+        let removed = ids.len() as u64;
+        for id in &ids {
+            engine.dedup.remove(id);
+        }
+        engine
+            .store
+            .commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
+        engine.store.checkpoint()?;
+        self.governance.update(|g| {
+            g.quota_removed += removed;
+            g.quota_archive_bytes_trimmed += trimmed;
+        });
+        Ok(())
+    }
+}
