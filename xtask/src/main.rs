@@ -8,10 +8,13 @@
 //!   `target/coral-bench/stress-20k.json`.
 //! - `bench-servers`: MCP stdio round trip and HTTP throughput at 2,000 items.
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
+//! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks (SPEC 12),
+//!   written to `target/coral-bench/scenarios.json`.
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
 mod clients;
 mod deps;
+mod scenarios;
 mod servers;
 mod stress;
 
@@ -40,6 +43,7 @@ fn main() -> Result<()> {
             cargo(&a)
         }
         "bench-servers" => servers::run(&root()),
+        "scenarios" => scenarios::run(&root(), &args[1..]),
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -62,6 +66,7 @@ fn print_help() {
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
+         scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
     );
 }
