@@ -45,6 +45,14 @@ pub enum Command {
         #[arg(long)]
         token: Option<String>,
     },
+    /// Read or change coral_config.json (no data-directory lock needed).
+    Config {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: crate::config_cmd::ConfigCommand,
+    },
+    /// Health report: stats, disk, 14-day histogram, the memories closest to eviction, paths.
+    Report,
     /// Print the DeepSeek harness plugin (JavaScript) that forwards every tool to `coral http`.
     PluginJs {
         /// The sidecar's /rpc URL.
@@ -119,5 +127,11 @@ pub enum Command {
     Import {
         /// The Python Coral data directory.
         dir: PathBuf,
+    },
+    /// Reasoning threads: cross-chat work tracking (needs no lock on the data directory).
+    Thread {
+        /// What to do with threads.
+        #[command(subcommand)]
+        command: crate::thread_cmd::ThreadCommand,
     },
 }

@@ -2,10 +2,40 @@
 //!
 //! Exit codes: 0 ok, 1 runtime error, 2 usage error (bad arguments or input).
 
+/// `println!` that ends the process quietly when stdout is closed (`coral export | head`)
+/// instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` with the same behaviour as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*))
+    };
+}
+
+/// Write to stdout; a closed pipe ends the process with success, like other Unix tools.
+fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("coral: error: cannot write output: {e}");
+        std::process::exit(1);
+    }
+}
+
 mod cli;
+mod config_cmd;
 mod http;
 mod mcp;
 mod plugin;
+mod thread_cmd;
 mod time;
 
 use std::io::{BufRead, Write};
@@ -14,7 +44,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use coral::{Config, Coral, Insert, InsertOptions, SearchOptions};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use cli::{Cli, Command};
 
@@ -69,7 +99,7 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
 }
 
 fn print_json(value: &serde_json::Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
@@ -77,8 +107,29 @@ fn print_json(value: &serde_json::Value) {
 
 fn run(cli: &Cli) -> Result<u8, Failure> {
     match &cli.command {
+        Command::Config { command } => {
+            let path = Config::resolve_path(cli.config.as_deref());
+            let value = config_cmd::run(&path, command)?;
+            match (&value, cli.json) {
+                (Value::String(s), false) => outln!("{s}"),
+                (v, false) if !v.is_object() => outln!("{v}"),
+                (v, _) => print_json(v),
+            }
+            Ok(0)
+        }
+        Command::Report => {
+            let coral = open(cli)?;
+            let report = coral.report();
+            if cli.json {
+                print_json(&serde_json::to_value(&report)?);
+            } else {
+                print_report(&report);
+            }
+            coral.close()?;
+            Ok(0)
+        }
         Command::PluginJs { url, token } => {
-            print!("{}", plugin::plugin_js(url, token.as_deref()));
+            out!("{}", plugin::plugin_js(url, token.as_deref()));
             Ok(0)
         }
         Command::Mcp => {
@@ -137,9 +188,9 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&insert_json(&outcome));
             } else if outcome.inserted() {
-                println!("inserted {}", outcome.id());
+                outln!("inserted {}", outcome.id());
             } else {
-                println!(
+                outln!(
                     "merged into {} (a similar memory already existed)",
                     outcome.id()
                 );
@@ -172,7 +223,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&json!({"query": query, "count": hits.len(), "hits": hits}));
             } else if hits.is_empty() {
-                println!("no memories match");
+                outln!("no memories match");
             } else {
                 for (i, h) in hits.iter().enumerate() {
                     let text = if *full {
@@ -180,7 +231,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     } else {
                         shorten(&h.item.content, 100)
                     };
-                    println!(
+                    outln!(
                         "{:>2}. {:.3}  (vector {:.3}, jaccard {:.3}, time {:.3})  {} [{}]",
                         i + 1,
                         h.score,
@@ -190,7 +241,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                         h.item.item_id,
                         h.tier
                     );
-                    println!("    {text}");
+                    outln!("    {text}");
                 }
             }
             coral.close()?;
@@ -232,15 +283,21 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&json!({"ok": true, "stats": stats, "disk_usage": disk}));
             } else {
-                println!(
+                outln!(
                     "memories: {} (hot {}, warm {}, cold {}), capacity {}",
-                    stats.total, stats.hot, stats.warm, stats.cold, stats.capacity_threshold
+                    stats.total,
+                    stats.hot,
+                    stats.warm,
+                    stats.cold,
+                    stats.capacity_threshold
                 );
-                println!(
+                outln!(
                     "vectors: {} × {} dims, embedder {}",
-                    stats.vectors, stats.dim, stats.embedder
+                    stats.vectors,
+                    stats.dim,
+                    stats.embedder
                 );
-                println!(
+                outln!(
                     "disk: {} bytes ({} data + {} vectors){}",
                     disk.total_bytes,
                     disk.data_bytes,
@@ -249,15 +306,16 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                         .map(|r| format!(", {:.0}% of the budget", r * 100.0))
                         .unwrap_or_default()
                 );
-                println!(
+                outln!(
                     "journal: {} bytes since checkpoint {}",
-                    stats.journal_bytes, stats.generation
+                    stats.journal_bytes,
+                    stats.generation
                 );
                 if stats.skipped_lines > 0 {
-                    println!("skipped lines kept in files: {}", stats.skipped_lines);
+                    outln!("skipped lines kept in files: {}", stats.skipped_lines);
                 }
                 for r in &stats.repairs {
-                    println!("repair: {r}");
+                    outln!("repair: {r}");
                 }
             }
             coral.close()?;
@@ -269,7 +327,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&json!({"flushed": true, "stats": coral.stats()}));
             } else {
-                println!("checkpoint written (data was already durable in the journal)");
+                outln!("checkpoint written (data was already durable in the journal)");
             }
             coral.close()?;
             Ok(0)
@@ -280,7 +338,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&json!({"ok": ok, "item_id": id}));
             } else if ok {
-                println!("deleted {id}");
+                outln!("deleted {id}");
             } else {
                 eprintln!("coral: no memory with id {id}");
             }
@@ -293,12 +351,13 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             if cli.json {
                 print_json(&json!({"ok": true, "item_id": id, "importance": item.importance}));
             } else {
-                println!("{id} importance {}", item.importance);
+                outln!("{id} importance {}", item.importance);
             }
             coral.close()?;
             Ok(0)
         }
         Command::Import { dir } => import(cli, dir),
+        Command::Thread { command } => thread_cmd::run(cli, command),
     }
 }
 
@@ -320,7 +379,7 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
     if cli.json {
         print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
+        outln!(
             "found {} item(s) ({}); imported {}, already present {}, vectors computed {}, \
              unparseable entries left in the source {}",
             report.found.values().sum::<usize>(),
@@ -336,7 +395,7 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
             report.skipped_lines
         );
         for n in &report.notes {
-            println!("  {n}");
+            outln!("  {n}");
         }
     }
     coral.close()?;
@@ -449,5 +508,53 @@ fn shorten(text: &str, max: usize) -> String {
         collapsed
     } else {
         collapsed.chars().take(max).collect::<String>() + "…"
+    }
+}
+
+fn print_report(r: &coral::Report) {
+    let s = &r.stats;
+    outln!(
+        "memories: {} (hot {}, warm {}, cold {}) of capacity {}; threads {}",
+        s.total,
+        s.hot,
+        s.warm,
+        s.cold,
+        s.capacity_threshold,
+        s.threads
+    );
+    outln!(
+        "disk: {} bytes{}",
+        r.disk_usage.total_bytes,
+        r.disk_usage
+            .ratio
+            .map(|x| format!(" ({:.0}% of the budget)", x * 100.0))
+            .unwrap_or_default()
+    );
+    if let Some(e) = &s.config_error {
+        outln!("config error: {e}");
+    }
+    outln!("new memories per day (UTC):");
+    for d in &r.day_histogram {
+        outln!(
+            "  {}  {:>5}  {}",
+            d.date,
+            d.count,
+            "#".repeat(d.count.min(60))
+        );
+    }
+    outln!("closest to eviction:");
+    for c in &r.eviction_preview {
+        outln!("  {:.3}  {:<4}  {}  {}", c.heat, c.tier, c.id, c.content);
+    }
+    outln!("files:");
+    let p = &r.paths;
+    for (label, path) in [
+        ("config", &p.config),
+        ("data", &p.data_dir),
+        ("journal", &p.journal),
+        ("archive", &p.archive),
+        ("threads", &p.threads),
+    ] {
+        outln!("  {label:<8} {path}");
     }
 }

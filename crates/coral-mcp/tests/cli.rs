@@ -300,3 +300,64 @@ fn import_copies_a_python_directory() {
     );
     env.expect(&["import", data(&env).join("nope").to_str().unwrap()], 2);
 }
+
+#[test]
+fn config_commands_edit_the_file_without_the_data_lock() {
+    let env = Env::new();
+    assert_eq!(
+        env.ok(&["config", "get", "memory.capacity_threshold"])
+            .trim(),
+        "10000"
+    );
+    let set = env.json(&["config", "set", "retrieval.top_k", "8"]);
+    assert_eq!(
+        (set["old"].clone(), set["new"].clone()),
+        (serde_json::json!(5), serde_json::json!(8))
+    );
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.config()).unwrap()).unwrap();
+    assert_eq!(file["retrieval"]["top_k"], 8);
+    let out = env.run(&["config", "set", "paths.warm_cache", "/tmp/elsewhere.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be changed"));
+    let out = env.run(&["config", "set", "memory.capacity_threshold", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("whole number"));
+    assert_eq!(
+        env.json(&["config", "set", "llm.api_key", "sk-secret"])["new"],
+        "****"
+    );
+    assert!(
+        !env.ok(&["config", "get"]).contains("sk-secret"),
+        "the key is never shown"
+    );
+
+    // Works while another process holds the data directory.
+    let mut holder = Command::new(CORAL)
+        .arg("--config")
+        .arg(env.config())
+        .args(["-q", "insert", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    writeln!(stdin, "holding the lock").unwrap();
+    let mut ack = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ack,
+    )
+    .unwrap();
+    let reset = env.json(&["config", "reset", "retrieval"]);
+    assert_eq!(reset["scope"], "section");
+    assert_eq!(reset["changed"], serde_json::json!(["retrieval.top_k"]));
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+
+    let report = env.json(&["report"]);
+    assert_eq!(report["day_histogram"].as_array().unwrap().len(), 14);
+    assert_eq!(report["stats"]["total"], 1);
+    assert!(env.ok(&["report"]).contains("closest to eviction"));
+}

@@ -5,7 +5,7 @@
 //! atomically, and only then swapped in. A refused edit changes neither the file nor the config
 //! in force.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
@@ -141,56 +141,71 @@ fn kind_name(v: &Value) -> &'static str {
     }
 }
 
-impl Coral {
-    /// The configuration (or one dotted key or section of it) as JSON, API key masked.
-    pub fn config_get(&self, path: Option<&str>) -> Result<Value> {
-        let all = masked_json(&self.config());
-        match path.map(str::trim).filter(|p| !p.is_empty()) {
-            None => Ok(all),
-            Some(p) => lookup(&all, p).cloned().ok_or_else(|| unknown(p)),
-        }
+/// Edits of one config file, without opening the memory store: what `coral config ...` uses
+/// while a server holds the data directory (the server then picks the edit up by hot reload).
+#[derive(Clone, Debug)]
+pub struct ConfigFile {
+    path: PathBuf,
+}
+
+/// The outcome of an edit: the JSON result for the user and the config now in the file.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    /// `{key_path, old, new}` or `{reset, scope, changed}` (secrets masked).
+    pub result: Value,
+    /// The configuration the file now holds.
+    pub config: Config,
+}
+
+impl ConfigFile {
+    /// The config file at `path` (it must exist for edits).
+    pub fn new(path: impl Into<PathBuf>) -> ConfigFile {
+        ConfigFile { path: path.into() }
     }
 
-    fn config_file(&self) -> Result<PathBuf> {
-        self.config_path().map(Path::to_path_buf).ok_or_else(|| {
-            Error::InvalidInput(
-                "this Coral was opened without a config file; there is nothing to edit".into(),
-            )
-        })
-    }
-
-    /// The file's JSON as it is now (what edits start from).
-    fn file_json(&self, path: &Path) -> Result<Value> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
-            path: path.to_path_buf(),
+    fn json(&self) -> Result<Value> {
+        let text = std::fs::read_to_string(&self.path).map_err(|e| Error::Config {
+            path: self.path.clone(),
             detail: format!("cannot read: {e}"),
         })?;
         serde_json::from_str(&text).map_err(|e| Error::Config {
-            path: path.to_path_buf(),
-            detail: format!("not valid JSON ({e}); fix the file before editing it with config_set"),
+            path: self.path.clone(),
+            detail: format!("not valid JSON ({e}); fix the file before editing it"),
         })
     }
 
-    /// Validate `edited`, write it atomically and put it in force.
-    fn commit_config(&self, path: &Path, edited: &Value) -> Result<()> {
+    fn current(&self) -> Result<Config> {
+        let text = serde_json::to_string(&self.json()?).unwrap_or_default();
+        Config::from_json(&text)
+            .map(|(c, _)| c)
+            .map_err(|detail| Error::Config {
+                path: self.path.clone(),
+                detail,
+            })
+    }
+
+    /// The file's configuration (or one dotted key or section of it), API key masked.
+    pub fn get(&self, path: Option<&str>) -> Result<Value> {
+        get_in(&self.current()?, path)
+    }
+
+    /// Validate `edited` as a whole and write it atomically.
+    fn write(&self, edited: &Value) -> Result<Config> {
         let text = serde_json::to_string_pretty(edited).unwrap_or_default() + "\n";
-        let (mut config, _warnings) = Config::from_json(&text).map_err(Error::InvalidInput)?;
-        let current = self.config();
-        config.base_dir = current.base_dir.clone();
-        config.data_dir_override = current.data_dir_override.clone();
-        coral_store::write_atomic(path, text.as_bytes(), true)?;
-        self.apply_config(config, unix_now())
+        let (config, _warnings) = Config::from_json(&text).map_err(Error::InvalidInput)?;
+        coral_store::write_atomic(&self.path, text.as_bytes(), true)?;
+        Ok(config)
     }
 
     /// Set one key (dotted path). Refuses protected prefixes, unknown keys and wrong types;
-    /// writes the file atomically; returns `{key_path, old, new}` (secrets masked).
-    pub fn config_set(&self, key_path: &str, value: Value) -> Result<Value> {
+    /// writes the file atomically.
+    pub fn set(&self, key_path: &str, value: Value) -> Result<Edit> {
         let key = key_path.trim();
         check_key(key)?;
         if !leaf_keys().iter().any(|k| k == key) {
             return Err(unknown(key));
         }
-        let current = serde_json::to_value(&*self.config()).unwrap_or(Value::Null);
+        let current = serde_json::to_value(self.current()?).unwrap_or(Value::Null);
         let old = lookup(&current, key).cloned().unwrap_or(Value::Null);
         if !same_kind(&old, &value) {
             return Err(Error::InvalidInput(format!(
@@ -198,24 +213,25 @@ impl Coral {
                 kind_name(&old)
             )));
         }
-        let path = self.config_file()?;
-        let mut edited = self.file_json(&path)?;
+        let mut edited = self.json()?;
         set_path(&mut edited, key, value);
-        self.commit_config(&path, &edited)?;
-        let now = serde_json::to_value(&*self.config()).unwrap_or(Value::Null);
+        let config = self.write(&edited)?;
+        let now = serde_json::to_value(&config).unwrap_or(Value::Null);
         let new = lookup(&now, key).cloned().unwrap_or(Value::Null);
         let show = |v: Value| match (key == SECRET, v.as_str()) {
             (true, Some(s)) => mask(s),
             _ => v,
         };
-        Ok(json!({"key_path": key, "old": show(old), "new": show(new)}))
+        Ok(Edit {
+            result: json!({"key_path": key, "old": show(old), "new": show(new)}),
+            config,
+        })
     }
 
-    /// Restore defaults for one key, one section, or (no key) every tunable section. Never
-    /// touches data. Returns `{reset, scope, changed}`.
-    pub fn config_reset(&self, key_path: Option<&str>) -> Result<Value> {
+    /// Restore defaults for one key, one section, or (no key) every tunable section.
+    pub fn reset(&self, key_path: Option<&str>) -> Result<Edit> {
         let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
-        let current = serde_json::to_value(&*self.config()).unwrap_or(Value::Null);
+        let current = serde_json::to_value(self.current()?).unwrap_or(Value::Null);
         let (scope, targets): (&str, Vec<String>) = match key_path.map(str::trim) {
             None | Some("") => ("tunable", TUNABLE.iter().map(|s| s.to_string()).collect()),
             Some(k) => {
@@ -228,8 +244,7 @@ impl Coral {
                 }
             }
         };
-        let path = self.config_file()?;
-        let mut edited = self.file_json(&path)?;
+        let mut edited = self.json()?;
         let mut changed = Vec::new();
         for target in &targets {
             let default = lookup(&defaults, target).cloned().unwrap_or(Value::Null);
@@ -246,8 +261,57 @@ impl Coral {
                 None => set_path(&mut edited, target, default),
             }
         }
-        self.commit_config(&path, &edited)?;
-        Ok(json!({"reset": targets, "scope": scope, "changed": changed}))
+        let config = self.write(&edited)?;
+        Ok(Edit {
+            result: json!({"reset": targets, "scope": scope, "changed": changed}),
+            config,
+        })
+    }
+}
+
+fn get_in(config: &Config, path: Option<&str>) -> Result<Value> {
+    let all = masked_json(config);
+    match path.map(str::trim).filter(|p| !p.is_empty()) {
+        None => Ok(all),
+        Some(p) => lookup(&all, p).cloned().ok_or_else(|| unknown(p)),
+    }
+}
+
+impl Coral {
+    /// The configuration in force (or one dotted key or section of it), API key masked.
+    pub fn config_get(&self, path: Option<&str>) -> Result<Value> {
+        get_in(&self.config(), path)
+    }
+
+    fn config_file(&self) -> Result<ConfigFile> {
+        self.config_path().map(ConfigFile::new).ok_or_else(|| {
+            Error::InvalidInput(
+                "this Coral was opened without a config file; there is nothing to edit".into(),
+            )
+        })
+    }
+
+    fn put_in_force(&self, mut config: Config) -> Result<()> {
+        let current = self.config();
+        config.base_dir = current.base_dir.clone();
+        config.data_dir_override = current.data_dir_override.clone();
+        self.apply_config(config, unix_now())
+    }
+
+    /// [`ConfigFile::set`] on this Coral's file, then in force at once; returns
+    /// `{key_path, old, new}` (secrets masked).
+    pub fn config_set(&self, key_path: &str, value: Value) -> Result<Value> {
+        let edit = self.config_file()?.set(key_path, value)?;
+        self.put_in_force(edit.config)?;
+        Ok(edit.result)
+    }
+
+    /// [`ConfigFile::reset`] on this Coral's file, then in force at once; returns
+    /// `{reset, scope, changed}`. Never touches data.
+    pub fn config_reset(&self, key_path: Option<&str>) -> Result<Value> {
+        let edit = self.config_file()?.reset(key_path)?;
+        self.put_in_force(edit.config)?;
+        Ok(edit.result)
     }
 }
 

@@ -37,6 +37,7 @@ pub use config::{
     ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, StorageConfig,
     ThreadsConfig,
 };
+pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
 pub use coral_embed::{Embedder, HashEmbedder};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{

@@ -1,0 +1,63 @@
+//! `coral config get|set|reset`: edits of the config file that need no data-directory lock, so
+//! they work while an MCP server runs (which then picks the edit up by hot reload).
+
+use clap::Subcommand;
+use coral::{Config, ConfigFile};
+use serde_json::Value;
+
+/// `coral config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Show the configuration, or one dotted key or section (API key masked).
+    Get {
+        /// e.g. memory.capacity_threshold or retrieval
+        path: Option<String>,
+    },
+    /// Change one key; paths.*, threads.* and embedding.* are refused.
+    Set {
+        /// Dotted key, e.g. retrieval.top_k
+        key: String,
+        /// New value: a number, true/false, or text
+        value: String,
+    },
+    /// Restore the default of one key or section, or of every tunable section.
+    Reset {
+        /// Dotted key or section; omit for memory, retrieval, heat, storage, parallelism, reload
+        key: Option<String>,
+    },
+}
+
+/// A command-line value: JSON numbers and booleans as such, anything else as text.
+fn parse_value(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(v @ (Value::Number(_) | Value::Bool(_))) => v,
+        _ => Value::String(text.to_string()),
+    }
+}
+
+/// Run a config command on the config file at `path` (created with defaults when missing).
+pub fn run(path: &std::path::Path, command: &ConfigCommand) -> coral::Result<Value> {
+    // Creates the file with defaults when missing, and refuses a file that does not parse.
+    Config::load(path)?;
+    let file = ConfigFile::new(path);
+    match command {
+        ConfigCommand::Get { path: key } => file.get(key.as_deref()),
+        ConfigCommand::Set { key, value } => Ok(file.set(key, parse_value(value))?.result),
+        ConfigCommand::Reset { key } => Ok(file.reset(key.as_deref())?.result),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_value;
+    use serde_json::json;
+
+    #[test]
+    fn values_keep_their_type() {
+        assert_eq!(parse_value("8"), json!(8));
+        assert_eq!(parse_value("0.25"), json!(0.25));
+        assert_eq!(parse_value("true"), json!(true));
+        assert_eq!(parse_value("always"), json!("always"));
+        assert_eq!(parse_value("[1]"), json!("[1]"));
+    }
+}
