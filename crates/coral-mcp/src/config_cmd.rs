@@ -20,6 +20,24 @@ pub enum ConfigCommand {
         /// New value: a number, true/false, or text
         value: String,
     },
+    /// Move data files to new locations and record them (stop servers first; never overwrites).
+    SetPaths {
+        /// New paths.warm_cache (the hot tier, journal and archive move to its directory).
+        #[arg(long)]
+        warm_cache: Option<String>,
+        /// New paths.cold_archive.
+        #[arg(long)]
+        cold_archive: Option<String>,
+        /// New paths.vector_store.
+        #[arg(long)]
+        vector_store: Option<String>,
+        /// New paths.vector_index.
+        #[arg(long)]
+        vector_index: Option<String>,
+        /// New threads.path.
+        #[arg(long)]
+        threads: Option<String>,
+    },
     /// Restore the default of one key or section, or of every tunable section.
     Reset {
         /// Dotted key or section; omit for memory, retrieval, heat, storage, parallelism, reload
@@ -44,6 +62,22 @@ pub fn run(path: &std::path::Path, command: &ConfigCommand) -> coral::Result<Val
         ConfigCommand::Get { path: key } => file.get(key.as_deref()),
         ConfigCommand::Set { key, value } => Ok(file.set(key, parse_value(value))?.result),
         ConfigCommand::Reset { key } => Ok(file.reset(key.as_deref())?.result),
+        ConfigCommand::SetPaths {
+            warm_cache,
+            cold_archive,
+            vector_store,
+            vector_index,
+            threads,
+        } => coral::set_paths(
+            path,
+            &coral::PathsUpdate {
+                warm_cache: warm_cache.clone(),
+                cold_archive: cold_archive.clone(),
+                vector_store: vector_store.clone(),
+                vector_index: vector_index.clone(),
+                threads: threads.clone(),
+            },
+        ),
     }
 }
 

@@ -197,6 +197,22 @@ impl ConfigFile {
         Ok(config)
     }
 
+    /// Write `config`'s data paths and threads path into the file (for `set_paths`).
+    pub(crate) fn write_paths(&self, config: &Config) -> Result<Config> {
+        let mut edited = self.json()?;
+        set_path(
+            &mut edited,
+            "paths",
+            serde_json::to_value(&config.paths).unwrap_or(Value::Null),
+        );
+        set_path(
+            &mut edited,
+            "threads",
+            serde_json::to_value(&config.threads).unwrap_or(Value::Null),
+        );
+        self.write(&edited)
+    }
+
     /// Set one key (dotted path). Refuses protected prefixes, unknown keys and wrong types;
     /// writes the file atomically.
     pub fn set(&self, key_path: &str, value: Value) -> Result<Edit> {

@@ -29,6 +29,7 @@ mod lifecycle;
 mod reload;
 mod report;
 mod search;
+mod set_paths;
 mod threads;
 mod tools;
 
@@ -51,5 +52,6 @@ pub use engine::{
 pub use error::{Error, Result};
 pub use govern::{GovernanceStats, llm_settings};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
+pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::{THREADS_FILE, Threads};
 pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};
