@@ -181,12 +181,12 @@ fn step_from(thread_id: &str, index: usize, value: Value, created_at: f64) -> Op
         Some(_) => return None,
     };
     Some(Step {
-        step_id,
+        step_id: step_id.into(),
         seq,
-        text,
+        text: text.into(),
         done,
         at,
-        by,
+        by: by.into(),
         extra: map,
     })
 }
@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(set.len(), 1);
         let t = set.get("a").unwrap();
         assert_eq!(t.title, "new");
-        let ids: Vec<&str> = t.steps.iter().map(|s| s.step_id.as_str()).collect();
+        let ids: Vec<&str> = t.steps.iter().map(|s| &*s.step_id).collect();
         assert_eq!(ids, ["s1", "s2"]);
     }
 

@@ -2,6 +2,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Hex digits in a thread id (the original's length).
@@ -10,13 +11,15 @@ pub(crate) const THREAD_ID_HEX: usize = 16;
 pub(crate) const STEP_ID_HEX: usize = 12;
 
 /// 64 unpredictable bits. `RandomState` is seeded from the OS once per thread and SipHash mixes
-/// in a process-wide counter, the time and the PID, so two processes (or two calls in the same
+/// in a process-wide counter, the PID and the time, so two processes (or two calls in the same
 /// nanosecond) do not produce the same value.
 fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // The PID costs a system call; it cannot change without exec in a Rust process.
+    static PID: OnceLock<u32> = OnceLock::new();
     let mut h = RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u32(std::process::id());
+    h.write_u32(*PID.get_or_init(std::process::id));
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -25,9 +28,13 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
+/// The low `digits` hex digits of `value`.
 fn hex(value: u64, digits: usize) -> String {
-    let s = format!("{value:016x}");
-    s[16 - digits..].to_string()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    (0..digits)
+        .rev()
+        .map(|i| char::from(HEX[((value >> (4 * i)) & 0xf) as usize]))
+        .collect()
 }
 
 /// A new thread id: 16 random hex digits.
@@ -72,6 +79,13 @@ mod tests {
         let steps: std::collections::HashSet<String> = (0..10_000).map(|_| new_step_id()).collect();
         assert_eq!(steps.len(), 10_000);
         assert!(steps.iter().all(|s| s.len() == STEP_ID_HEX));
+    }
+
+    #[test]
+    fn hex_keeps_the_low_digits() {
+        assert_eq!(hex(0xabc, 4), "0abc");
+        assert_eq!(hex(u64::MAX, 16), "ffffffffffffffff");
+        assert_eq!(hex(0x1234_5678_9abc_def0, 12), "56789abcdef0");
     }
 
     #[test]

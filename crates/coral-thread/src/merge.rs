@@ -64,11 +64,11 @@ pub(crate) fn merge_thread(local: &mut Thread, other: Thread) {
         local.created_at = created_at;
     }
     let mut merged = steps;
-    let on_file: HashSet<&str> = merged.iter().map(|s| s.step_id.as_str()).collect();
+    let on_file: HashSet<&str> = merged.iter().map(|s| &*s.step_id).collect();
     let only_here: Vec<Step> = local
         .steps
         .drain(..)
-        .filter(|s| !on_file.contains(s.step_id.as_str()))
+        .filter(|s| !on_file.contains(&*s.step_id))
         .collect();
     merged.extend(only_here);
     for (i, s) in merged.iter_mut().enumerate() {
@@ -105,7 +105,7 @@ mod tests {
         // y writes; x merges the file before writing.
         merge(&mut x, y.clone());
         let t = x.get(&id).unwrap();
-        let texts: Vec<&str> = t.steps.iter().map(|s| s.text.as_str()).collect();
+        let texts: Vec<&str> = t.steps.iter().map(|s| &*s.text).collect();
         // The file's steps, then x's unwritten ones in x's order, renumbered.
         assert_eq!(texts, ["first", "y1", "x1", "x2"]);
         let seqs: Vec<u64> = t.steps.iter().map(|s| s.seq).collect();
@@ -178,7 +178,7 @@ mod tests {
         let file = y.clone();
         merge(&mut x, file.clone());
         let t = x.get(&id).unwrap();
-        let texts: Vec<&str> = t.steps.iter().map(|s| s.text.as_str()).collect();
+        let texts: Vec<&str> = t.steps.iter().map(|s| &*s.text).collect();
         assert_eq!(texts, ["first", "x1", "y1", "y2", "x2"]);
         let seqs: Vec<u64> = t.steps.iter().map(|s| s.seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4, 5]);

@@ -1,5 +1,7 @@
 //! Threads and steps in the original's JSON shape, and the views operations return.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
@@ -91,12 +93,12 @@ pub(crate) struct Thread {
 /// One step as stored.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Step {
-    pub step_id: String,
+    pub step_id: Arc<str>,
     pub seq: u64,
-    pub text: String,
+    pub text: Arc<str>,
     pub done: bool,
     pub at: f64,
-    pub by: String,
+    pub by: Arc<str>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -127,19 +129,21 @@ pub struct ThreadView {
     pub steps: Vec<StepView>,
 }
 
-/// A step as operations return it: `{step_id, seq, text, done, by, at}`.
+/// A step as operations return it: `{step_id, seq, text, done, by, at}`. The strings are
+/// shared with the store (`Arc<str>`): returning a thread's view after each advance costs no
+/// copy of its earlier steps.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepView {
     /// 12 hex digits, unique across threads and processes.
-    pub step_id: String,
+    pub step_id: Arc<str>,
     /// 1-based position.
     pub seq: u64,
     /// What happened (≤ 500 characters).
-    pub text: String,
+    pub text: Arc<str>,
     /// Whether this step completed something.
     pub done: bool,
     /// Who advanced, `""` if nobody said.
-    pub by: String,
+    pub by: Arc<str>,
     /// When, Unix seconds.
     pub at: f64,
 }

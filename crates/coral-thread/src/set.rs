@@ -2,6 +2,7 @@
 //! parameter, so every result is exact.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -88,13 +89,13 @@ impl ThreadSet {
         self.threads.push(thread);
     }
 
-    fn fresh_step_id(&self, thread: &Thread) -> String {
+    fn fresh_step_id(&self, thread: &Thread) -> Arc<str> {
         // 48 random bits: a clash is very unlikely, and checking the thread itself is cheap.
         // (Checking every thread would make an advance O(all steps).)
         loop {
             let id = ids::new_step_id();
-            if !thread.steps.iter().any(|s| s.step_id == id) {
-                return id;
+            if !thread.steps.iter().any(|s| *s.step_id == *id) {
+                return id.into();
             }
         }
     }
@@ -175,10 +176,10 @@ impl ThreadSet {
         t.steps.push(Step {
             step_id,
             seq,
-            text,
+            text: text.into(),
             done,
             at: now,
-            by: by.to_string(),
+            by: by.into(),
             extra: Map::new(),
         });
         t.updated_at = bump(t.updated_at, now);
@@ -347,14 +348,14 @@ impl ThreadSet {
             .threads
             .iter()
             .flat_map(|t| &t.steps)
-            .all(|s| seen.insert(s.step_id.as_str()))
+            .all(|s| seen.insert(&*s.step_id))
     }
 
     #[cfg(test)]
     pub fn contains_step(&self, id: &str) -> bool {
         self.threads
             .iter()
-            .any(|t| t.steps.iter().any(|s| s.step_id == id))
+            .any(|t| t.steps.iter().any(|s| &*s.step_id == id))
     }
 }
 
@@ -464,7 +465,7 @@ mod tests {
         assert_eq!(seqs, [1, 2, 3]);
         let done: Vec<bool> = t.steps.iter().map(|s| s.done).collect();
         assert_eq!(done, [true, true, false]);
-        assert_eq!(t.steps[0].by, "聊天B");
+        assert_eq!(&*t.steps[0].by, "聊天B");
         assert_eq!(t.steps[1].at, 201.0);
         assert_eq!(t.last_advance_by, "");
         assert_eq!(t.updated_at, 202.0);
@@ -510,11 +511,11 @@ mod tests {
         s.advance(id, "step", None, Some("b"), 200.0).unwrap();
         let t = s.interrupt(id, Some("等上游依赖"), 300.0).unwrap();
         assert_eq!(t.status, Status::Interrupted);
-        assert_eq!(t.steps[1].text, "[中断] 等上游依赖");
+        assert_eq!(&*t.steps[1].text, "[中断] 等上游依赖");
         assert!(!t.steps[1].done);
         assert_eq!(t.last_advance_by, "b", "an interrupt is not an advance");
         assert_eq!(
-            s.interrupt(id, None, 301.0).unwrap().steps[2].text,
+            &*s.interrupt(id, None, 301.0).unwrap().steps[2].text,
             "[中断]"
         );
         assert!(s.set_status(id, Status::Active, 400.0).unwrap());
@@ -604,7 +605,7 @@ mod tests {
         s.advance(&ids[0], "two", None, None, 2.0).unwrap();
         let v = s.view(&ids[0]).unwrap();
         assert_eq!(v.step_count, 2);
-        assert_eq!(v.steps[1].text, "two");
+        assert_eq!(&*v.steps[1].text, "two");
         assert_eq!(s.step_total(), 2);
         assert!(s.contains_step(&v.steps[0].step_id));
     }

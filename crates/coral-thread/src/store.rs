@@ -114,6 +114,11 @@ struct State {
     /// The version of the file `set` last absorbed (read or written); `None` before the file
     /// exists.
     known: Option<Fingerprint>,
+    /// An open handle on that version. While it is open, "did the file change?" is one
+    /// `fstat`: a writer that renames a new file into place leaves it with no links, and an
+    /// in-place edit changes its size or mtime. (A path `stat` costs about three times as
+    /// much, and a call that changes one thread does little else.)
+    handle: Option<File>,
     dirty: bool,
     /// Clock time of the last write.
     last_write: Option<f64>,
@@ -175,6 +180,7 @@ impl ThreadStore {
             state: Mutex::new(State {
                 set: ThreadSet::default(),
                 known: None,
+                handle: None,
                 dirty: false,
                 last_write: None,
                 writes: 0,
@@ -356,13 +362,16 @@ impl Shared {
         let now = self.options.clock.now();
         let (out, changed) = f(&mut st.set, now)?;
         if changed {
-            st.dirty = true;
+            let was_pending = std::mem::replace(&mut st.dirty, true);
             let due = st
                 .last_write
                 .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
             if due {
                 self.write(&mut st)?;
-            } else {
+            } else if !was_pending {
+                // Only the first pending change wakes the writer: it then sleeps to the end of
+                // the window by itself, and waking it on every change costs a context switch
+                // and lock contention per call.
                 self.wake.notify_all();
             }
         }
@@ -377,27 +386,51 @@ impl Shared {
         }
     }
 
+    /// Whether the file may differ from the version `st` absorbed.
+    fn changed(&self, st: &State) -> Result<bool> {
+        #[cfg(unix)]
+        if let Some(f) = &st.handle {
+            return Ok(match f.metadata() {
+                Ok(m) => {
+                    std::os::unix::fs::MetadataExt::nlink(&m) == 0
+                        || Some(Fingerprint::of(&m)) != st.known
+                }
+                // A handle the file system no longer honours (NFS: stale): look again.
+                Err(_) => true,
+            });
+        }
+        Ok(self.current()? != st.known)
+    }
+
     /// Merge the file into memory if it changed since we last read or wrote it.
     fn refresh(&self, st: &mut State) -> Result<()> {
-        let Some(fp) = self.current()? else {
-            return Ok(());
-        };
-        if st.known == Some(fp) {
+        if !self.changed(st)? {
             return Ok(());
         }
         // Read through one handle so the fingerprint matches the bytes even if the file is
         // replaced meanwhile.
         let mut file = match File::open(&self.path) {
             Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                // Removed: keep what we hold; the next write recreates the file.
+                st.handle = None;
+                st.known = None;
+                return Ok(());
+            }
             Err(e) => return Err(e).at(&self.path),
         };
         let fp = Fingerprint::of(&file.metadata().at(&self.path)?);
+        if st.known == Some(fp) {
+            // Same version (we lost the handle, not the content).
+            st.handle = Some(file);
+            return Ok(());
+        }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).at(&self.path)?;
         let disk = codec::parse(&bytes, &self.path)?;
         merge(&mut st.set, disk);
         st.known = Some(fp);
+        st.handle = Some(file);
         st.reloads += 1;
         Ok(())
     }
@@ -411,15 +444,16 @@ impl Shared {
         )?;
         self.refresh(st)?;
         let bytes = codec::to_bytes(&st.set);
-        let fp = self.write_file(&bytes)?;
+        let (fp, handle) = self.write_file(&bytes)?;
         st.known = Some(fp);
+        st.handle = Some(handle);
         st.dirty = false;
         st.last_write = Some(self.options.clock.now());
         st.writes += 1;
         Ok(())
     }
 
-    fn write_file(&self, bytes: &[u8]) -> Result<Fingerprint> {
+    fn write_file(&self, bytes: &[u8]) -> Result<(Fingerprint, File)> {
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -440,7 +474,7 @@ impl Shared {
             if self.options.sync {
                 File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
             }
-            Ok(fp)
+            Ok((fp, f))
         })();
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);

@@ -139,7 +139,7 @@ fn drop_writes_pending_changes() {
     };
     let store = ThreadStore::open_with(file(&dir), manual(&clock)).unwrap();
     let v = one(store.status(Some(&id), false, None).unwrap());
-    assert_eq!(v.steps[0].text, "pending at drop");
+    assert_eq!(&*v.steps[0].text, "pending at drop");
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn other_stores_see_changes_at_their_next_call() {
     b.advance(&t.thread_id, "C 推进第二步", None, Some("聊天C"))
         .unwrap();
     let back = one(a.status(Some(&t.thread_id), false, None).unwrap());
-    assert_eq!(back.steps.last().unwrap().by, "聊天C");
+    assert_eq!(&*back.steps.last().unwrap().by, "聊天C");
     assert_eq!(back.step_count, 2);
     assert!(a.counters().reloads >= 1);
     assert_eq!(b.len(), 1);
@@ -230,10 +230,10 @@ fn pending_changes_of_two_stores_both_survive() {
         );
     }
     let steps = &one(fresh.status(Some(&first.thread_id), false, None).unwrap()).steps;
-    let ids: Vec<&str> = steps.iter().map(|s| s.step_id.as_str()).collect();
+    let ids: Vec<&str> = steps.iter().map(|s| &*s.step_id).collect();
     assert_eq!(steps.len(), 2);
-    assert!(ids.contains(&sa.steps[0].step_id.as_str()));
-    assert!(ids.contains(&sb.steps[0].step_id.as_str()));
+    assert!(ids.contains(&&*sa.steps[0].step_id));
+    assert!(ids.contains(&&*sb.steps[0].step_id));
     assert_eq!(steps.iter().map(|s| s.seq).collect::<Vec<_>>(), [1, 2]);
     // And a, after its next read, holds the same threads as the file (order aside: each
     // process keeps its own threads first).
@@ -358,8 +358,8 @@ fn the_original_array_file_loads_and_round_trips() {
     assert_eq!(readme.step_count, 2);
     assert!(readme.steps.iter().all(|s| s.step_id.len() == 12));
     let release = one(store.status(Some("3f9a1c7e5b2d4a60"), false, None).unwrap());
-    assert_eq!(release.steps[0].step_id, "a1b2c3d4e5f6");
-    assert_eq!(release.steps[2].text, "[中断] 等上游依赖");
+    assert_eq!(&*release.steps[0].step_id, "a1b2c3d4e5f6");
+    assert_eq!(&*release.steps[2].text, "[中断] 等上游依赖");
     assert_eq!(release.created_at, 1751000000.0);
     // A change rewrites it in the same shape: everything else byte-for-byte equal as JSON.
     store
@@ -474,4 +474,38 @@ fn errors_name_the_problem_and_change_nothing() {
     assert_eq!(v.len(), 1);
     assert_eq!(v[0].step_count, 0);
     assert_eq!(v[0].updated_at, 1.0);
+}
+
+#[test]
+fn replaced_edited_and_removed_files_are_noticed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir);
+    let clock = Manual::at(1.0);
+    let options = StoreOptions {
+        coalesce: Duration::ZERO,
+        ..manual(&clock)
+    };
+    let store = ThreadStore::open_with(&path, options.clone()).unwrap();
+    let t = store.create("mine", None, None, None).unwrap();
+    // Replaced by rename (how every writer writes): seen at the next call.
+    let other = ThreadStore::open_with(&path, options).unwrap();
+    other.create("theirs", None, None, None).unwrap();
+    assert_eq!(store.status(None, false, None).unwrap().count(), 2);
+    // Edited in place (same file, new content): seen too.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text = text.replace("\"theirs\"", "\"theirs, edited by hand\"");
+    std::fs::write(&path, text).unwrap();
+    clock.set(2.0);
+    let titles: Vec<String> = store.all().unwrap().into_iter().map(|v| v.title).collect();
+    assert!(
+        titles.contains(&"theirs, edited by hand".to_string()),
+        "{titles:?}"
+    );
+    // Removed: what this process holds is kept and written back by the next change.
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(store.len(), 2);
+    store
+        .advance(&t.thread_id, "still here", None, None)
+        .unwrap();
+    assert_eq!(on_disk(&path).len(), 2);
 }

@@ -79,7 +79,7 @@ fn the_seven_operations_and_their_json() {
 
     let v = coral.thread_interrupt(id, Some("等上游依赖")).unwrap();
     assert_eq!(v.status, ThreadStatus::Interrupted);
-    assert_eq!(v.steps.last().unwrap().text, "[中断] 等上游依赖");
+    assert_eq!(&*v.steps.last().unwrap().text, "[中断] 等上游依赖");
     assert_eq!(
         coral.thread_resume(id).unwrap().status,
         ThreadStatus::Active
@@ -253,5 +253,5 @@ fn threads_open_without_the_memory_store() {
         .unwrap();
     coral.flush().unwrap();
     let v = threads.status(Some(&t.thread_id), false, None).unwrap();
-    assert_eq!(v.views()[0].steps[0].text, "server side");
+    assert_eq!(&*v.views()[0].steps[0].text, "server side");
 }
