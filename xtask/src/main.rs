@@ -6,6 +6,8 @@
 //! - `deps`: check that the crate graph follows ARCHITECTURE.md.
 //! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
 //!   `target/coral-bench/stress-20k.json`.
+//! - `stress-threads`: 300 threads × 20 advances in one process, then 3 OS processes × 30
+//!   advances on one thread (SPEC 12), written to `target/coral-bench/stress-threads.json`.
 //! - `bench-servers`: MCP stdio round trip and HTTP throughput at 2,000 items.
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
 //! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks (SPEC 12),
@@ -17,6 +19,7 @@ mod deps;
 mod scenarios;
 mod servers;
 mod stress;
+mod stress_threads;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +37,7 @@ fn main() -> Result<()> {
         "deps" => deps::check(&root()),
         "clients" => clients::check(&root()),
         "stress-20k" => stress::run(&root(), &args[1..]),
+        "stress-threads" => stress_threads::run(&root(), &args[1..]),
         "bench" => {
             let mut a = vec!["bench", "-p", "coral-benches"];
             if args.len() > 1 {
@@ -64,6 +68,7 @@ fn print_help() {
          deps         check the crate dependency rules\n  \
          clients      check coral mcp with the Python MCP client and the MCP Inspector\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
+         stress-threads  threads in one process and across 3 processes -> target/coral-bench/stress-threads.json\n  \
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
