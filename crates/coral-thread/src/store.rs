@@ -321,9 +321,9 @@ impl ThreadStore {
 
     /// Write pending changes now.
     pub fn flush(&self) -> Result<()> {
-        let mut st = self.shared.lock_state();
-        if st.dirty {
-            self.shared.write(&mut st)?;
+        let pending = self.shared.lock_state().dirty;
+        if pending {
+            self.shared.write_pending()?;
         }
         Ok(())
     }
@@ -357,23 +357,28 @@ impl Shared {
     /// Run a change: merge the file, apply `f` (which returns its result and whether it
     /// changed anything), then write now or schedule the write.
     fn change<T>(&self, f: impl FnOnce(&mut ThreadSet, f64) -> Result<(T, bool)>) -> Result<T> {
-        let mut st = self.lock_state();
-        self.refresh(&mut st)?;
-        let now = self.options.clock.now();
-        let (out, changed) = f(&mut st.set, now)?;
-        if changed {
-            let was_pending = std::mem::replace(&mut st.dirty, true);
-            let due = st
-                .last_write
-                .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
-            if due {
-                self.write(&mut st)?;
-            } else if !was_pending {
-                // Only the first pending change wakes the writer: it then sleeps to the end of
-                // the window by itself, and waking it on every change costs a context switch
-                // and lock contention per call.
-                self.wake.notify_all();
+        let (out, write_now) = {
+            let mut st = self.lock_state();
+            self.refresh(&mut st)?;
+            let now = self.options.clock.now();
+            let (out, changed) = f(&mut st.set, now)?;
+            let mut write_now = false;
+            if changed {
+                let was_pending = std::mem::replace(&mut st.dirty, true);
+                write_now = st
+                    .last_write
+                    .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
+                if !write_now && !was_pending {
+                    // Only the first pending change wakes the writer: it then sleeps to the
+                    // end of the window by itself, and waking it on every change costs a
+                    // context switch and lock contention per call.
+                    self.wake.notify_all();
+                }
             }
+            (out, write_now)
+        };
+        if write_now {
+            self.write_pending()?;
         }
         Ok(out)
     }
@@ -435,13 +440,20 @@ impl Shared {
         Ok(())
     }
 
-    /// Write under the lock file: merge what others wrote, write a temp file, rename it in.
-    fn write(&self, st: &mut State) -> Result<()> {
+    /// Write pending changes under the lock file: merge what others wrote, write a temp file,
+    /// rename it in. The lock file is taken before the state, so that while another process
+    /// holds it, this one's calls still read and change threads in memory.
+    fn write_pending(&self) -> Result<()> {
         let _lock = lock::acquire(
             &self.lock_path,
             self.options.lock_wait,
             self.options.stale_after,
         )?;
+        let mut st = self.lock_state();
+        if !st.dirty {
+            return Ok(()); // another thread of this process wrote it meanwhile
+        }
+        let st = &mut *st;
         self.refresh(st)?;
         let bytes = codec::to_bytes(&st.set);
         let (fp, handle) = self.write_file(&bytes)?;
@@ -486,33 +498,37 @@ impl Shared {
     /// the coalescing window, writes. A failed write is retried a window later.
     fn flush_loop(&self) {
         let window = self.options.coalesce;
-        let mut st = self.lock_state();
         loop {
-            if st.stop {
-                return;
+            let mut st = self.lock_state();
+            loop {
+                if st.stop {
+                    return;
+                }
+                if !st.dirty {
+                    st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                let now = self.options.clock.now();
+                let due = st.last_write.map_or(now, |w| w + window.as_secs_f64());
+                if now >= st.last_write.unwrap_or(now) && now < due {
+                    let wait = Duration::from_secs_f64((due - now).min(window.as_secs_f64()));
+                    st = self
+                        .wake
+                        .wait_timeout(st, wait)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                    continue;
+                }
+                break;
             }
-            if !st.dirty {
-                st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                continue;
-            }
-            let now = self.options.clock.now();
-            let due = st.last_write.map_or(now, |w| w + window.as_secs_f64());
-            if now >= st.last_write.unwrap_or(now) && now < due {
-                let wait = Duration::from_secs_f64((due - now).min(window.as_secs_f64()));
-                st = self
-                    .wake
-                    .wait_timeout(st, wait)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                continue;
-            }
-            if self.write(&mut st).is_err() {
+            drop(st);
+            if self.write_pending().is_err() {
+                let st = self.lock_state();
+                if st.stop {
+                    return;
+                }
                 let retry = window.max(Duration::from_millis(100));
-                st = self
-                    .wake
-                    .wait_timeout(st, retry)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                drop(self.wake.wait_timeout(st, retry));
             }
         }
     }
