@@ -28,8 +28,10 @@ pub struct StorePaths {
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
     pub archive: PathBuf,
-    /// `.coral.lock`.
+    /// `.coral.lock`: the per-call write lock.
     pub lock: PathBuf,
+    /// `.coral.attach`: held shared by every process with the store open.
+    pub attach: PathBuf,
 }
 
 impl StorePaths {
@@ -45,6 +47,7 @@ impl StorePaths {
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
             lock: dir.join(".coral.lock"),
+            attach: dir.join(".coral.attach"),
             dir,
         }
     }

@@ -353,7 +353,8 @@ impl Journal {
         encode_line(&Record::Begin { generation }, &mut buf);
         crate::files::write_atomic(&self.path, &buf, self.policy.syncs())?;
         let file = OpenOptions::new()
-            .append(true)
+            .read(true)
+            .write(true)
             .open(&self.path)
             .at(&self.path)?;
         let file = Arc::new(file);
@@ -410,6 +411,34 @@ impl Journal {
             }
             SyncPolicy::Never => {}
         }
+        Ok(())
+    }
+
+    /// Identity of the file this journal writes (a checkpoint elsewhere replaces the file).
+    pub fn ino(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map(|m| m.ino()).unwrap_or(0)
+    }
+
+    /// Bytes from `offset` to the end of the file, as other processes left them.
+    pub fn read_from(&self, offset: u64) -> Result<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file: &File = &self.file;
+        file.seek(SeekFrom::Start(offset)).at(&self.path)?;
+        let mut out = Vec::new();
+        file.read_to_end(&mut out).at(&self.path)?;
+        Ok(out)
+    }
+
+    /// Take `len` as the journal's end: records up to it are applied. Anything after it (a torn
+    /// line left by a process that died mid-append) is cut off; only call this holding the
+    /// write lock, when no append can be in progress.
+    pub fn set_end(&mut self, len: u64) -> Result<()> {
+        let on_disk = self.file.metadata().at(&self.path)?.len();
+        if on_disk > len {
+            self.file.set_len(len).at(&self.path)?;
+        }
+        self.len = len;
         Ok(())
     }
 

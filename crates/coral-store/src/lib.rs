@@ -53,6 +53,6 @@ pub use error::{Error, Result};
 pub use files::{Skipped, StorePaths, read_item_lines, write_atomic};
 pub use item::{Item, PythonCompact, Tier, to_python_line};
 pub use journal::{Damage, Record, Scan, SyncPolicy, scan as scan_journal};
-pub use lock::DirLock;
+pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};
-pub use store::{Repair, Snapshot, Store, StoreOptions, TierCounts};
+pub use store::{Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};

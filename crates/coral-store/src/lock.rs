@@ -1,13 +1,122 @@
-//! The data-directory lock (`.coral.lock`): one writing process per directory for now.
+//! Data-directory locks (SPEC 4.4). Any number of processes share a directory:
+//!
+//! - [`Attachment`]: a shared `flock` on `.coral.attach`, held by every process with the store
+//!   open. It tells a closing process whether it is alone (then it may checkpoint), and it keeps
+//!   out tools that need the directory to themselves ([`DirLock`], e.g. moving files).
+//! - [`WriteLock`]: an exclusive `flock` on `.coral.lock`, held for the length of one call:
+//!   catching up with the journal, deciding, appending. The kernel releases it when a process
+//!   dies, so a killed writer never blocks the others.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 
-/// An exclusive advisory lock on a data directory, released when dropped (or by the kernel when
-/// the process dies, so a killed writer never blocks the next one).
+fn open_rw(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .at(path)
+}
+
+fn dir_of(path: &Path) -> PathBuf {
+    path.parent().unwrap_or(Path::new(".")).to_path_buf()
+}
+
+/// This process has the store open: a shared lock on `.coral.attach` (which keeps exclusive
+/// users out) plus an exclusive lock on a file of its own, `.coral.attach-<pid>-<n>`, by which
+/// others can tell it is alive. (A single shared lock cannot answer "am I alone?": converting
+/// a `flock` from shared to exclusive drops it first when the conversion fails.)
+#[derive(Debug)]
+pub struct Attachment {
+    shared: File,
+    own: File,
+    own_path: PathBuf,
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+const OWN_PREFIX: &str = ".coral.attach-";
+
+impl Attachment {
+    /// Attach. Fails with [`Error::Locked`] while a tool holds the directory exclusively.
+    pub fn attach(path: &Path) -> Result<Attachment> {
+        let shared = open_rw(path)?;
+        match shared.try_lock_shared() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    dir: dir_of(path),
+                    pid: None,
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(path),
+        }
+        let dir = dir_of(path);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let own_path = dir.join(format!("{OWN_PREFIX}{}-{nanos}", std::process::id()));
+        let own = open_rw(&own_path)?;
+        own.lock().at(&own_path)?;
+        Ok(Attachment {
+            shared,
+            own,
+            own_path,
+            dir,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// True when no other live process has the directory open. Files left by processes that
+    /// died are removed on the way.
+    pub fn alone(&self) -> bool {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return false;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let is_attach = name.to_str().is_some_and(|n| n.starts_with(OWN_PREFIX));
+            let path = entry.path();
+            if !is_attach || path == self.own_path {
+                continue;
+            }
+            let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
+                continue; // removed meanwhile
+            };
+            match file.try_lock() {
+                Ok(()) => {
+                    // Its owner is gone.
+                    let _ = std::fs::remove_file(&path);
+                    let _ = file.unlock();
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// The shared attachment file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.own_path);
+        let _ = self.own.unlock();
+        let _ = self.shared.unlock();
+    }
+}
+
+/// Exclusive use of a data directory: no process has the store open, and none can open it
+/// until this is dropped. For operations such as moving the data files.
 #[derive(Debug)]
 pub struct DirLock {
     file: File,
@@ -15,34 +124,27 @@ pub struct DirLock {
 }
 
 impl DirLock {
-    /// Take the lock at `path` or fail with [`Error::Locked`] naming the holder's PID.
-    pub fn acquire(path: &Path) -> Result<DirLock> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
-            .at(path)?;
+    /// Take the directory for this process alone, or fail with [`Error::Locked`] naming the
+    /// directory when any process has it open.
+    pub fn acquire(attach_path: &Path) -> Result<DirLock> {
+        let mut file = open_rw(attach_path)?;
         match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Err(Error::Locked {
-                    dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
-                    pid: text.trim().parse().ok(),
-                });
+            Ok(()) => {
+                // A note for whoever wonders who holds it.
+                let _ = file.set_len(0);
+                let _ = file.seek(SeekFrom::Start(0));
+                let _ = write!(file, "{}", std::process::id());
+                Ok(DirLock {
+                    file,
+                    path: attach_path.to_path_buf(),
+                })
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(path),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
+                dir: dir_of(attach_path),
+                pid: None,
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(e).at(attach_path),
         }
-        file.set_len(0).at(path)?;
-        file.seek(SeekFrom::Start(0)).at(path)?;
-        write!(file, "{}", std::process::id()).at(path)?;
-        Ok(DirLock {
-            file,
-            path: path.to_path_buf(),
-        })
     }
 
     /// The lock file.
@@ -58,22 +160,90 @@ impl Drop for DirLock {
     }
 }
 
+/// The write lock: exclusive among processes, taken per call.
+#[derive(Debug)]
+pub struct WriteLock {
+    file: File,
+    path: PathBuf,
+    held: bool,
+}
+
+impl WriteLock {
+    /// Open the lock file (not yet locked).
+    pub fn open(path: &Path) -> Result<WriteLock> {
+        Ok(WriteLock {
+            file: open_rw(path)?,
+            path: path.to_path_buf(),
+            held: false,
+        })
+    }
+
+    /// Block until this process holds the lock. Returns false if it already did.
+    pub fn lock(&mut self) -> Result<bool> {
+        if self.held {
+            return Ok(false);
+        }
+        self.file.lock().at(&self.path)?;
+        self.held = true;
+        Ok(true)
+    }
+
+    /// Release the lock (a no-op when not held).
+    pub fn unlock(&mut self) {
+        if self.held {
+            let _ = self.file.unlock();
+            self.held = false;
+        }
+    }
+
+    /// Whether this process holds it now.
+    pub fn held(&self) -> bool {
+        self.held
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        self.unlock();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_second_holder_is_refused_with_the_pid() {
+    fn attachments_share_and_exclusive_use_waits_for_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".coral.attach");
+        let a = Attachment::attach(&path).unwrap();
+        assert!(a.alone());
+        let b = Attachment::attach(&path).unwrap();
+        assert!(!a.alone() && !b.alone());
+        let err = DirLock::acquire(&path).unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+        drop(a);
+        assert!(b.alone());
+        drop(b);
+        let exclusive = DirLock::acquire(&path).unwrap();
+        assert!(matches!(
+            Attachment::attach(&path),
+            Err(Error::Locked { .. })
+        ));
+        drop(exclusive);
+        Attachment::attach(&path).unwrap();
+    }
+
+    #[test]
+    fn the_write_lock_is_exclusive_and_reentrant_safe() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".coral.lock");
-        let first = DirLock::acquire(&path).unwrap();
-        let err = DirLock::acquire(&path).unwrap_err();
-        match &err {
-            Error::Locked { pid, .. } => assert_eq!(*pid, Some(std::process::id())),
-            other => panic!("expected Locked, got {other:?}"),
-        }
-        assert!(err.to_string().contains(&std::process::id().to_string()));
-        drop(first);
-        DirLock::acquire(&path).unwrap();
+        let mut a = WriteLock::open(&path).unwrap();
+        let b = WriteLock::open(&path).unwrap();
+        assert!(a.lock().unwrap());
+        assert!(!a.lock().unwrap(), "already held");
+        assert!(b.file.try_lock().is_err(), "another holder is kept out");
+        a.unlock();
+        assert!(b.file.try_lock().is_ok());
     }
 }

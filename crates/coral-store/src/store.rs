@@ -9,7 +9,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::files::{self, Skipped, StorePaths};
 use crate::item::{Item, Tier, to_python_line};
 use crate::journal::{self, Journal, Record, SyncPolicy};
-use crate::lock::DirLock;
+use crate::lock::{Attachment, WriteLock};
 use crate::npy;
 use crate::pool::{FeatureFn, Pool};
 
@@ -200,11 +200,34 @@ pub struct TierCounts {
     pub cold: usize,
 }
 
-/// The durable, tiered memory store of one data directory.
+/// What a fresh read of the files and the journal produced.
+struct Loaded {
+    pool: Pool,
+    skipped: [Vec<Skipped>; 3],
+    notes: Vec<String>,
+    repairs: Vec<Repair>,
+    journal: Journal,
+}
+
+/// What [`Store::acquire`] found in the journal.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum SyncOutcome {
+    /// Nothing new (or the lock was already held by this process).
+    Current,
+    /// Other processes' records were applied; these ids changed.
+    Applied(Vec<String>),
+    /// Another process checkpointed: everything was reloaded from the files.
+    Reloaded,
+}
+
+/// The durable, tiered memory store of one data directory, shared with any number of other
+/// processes (SPEC 4.4).
 pub struct Store {
     paths: StorePaths,
     options: StoreOptions,
-    _lock: DirLock,
+    attachment: Attachment,
+    write_lock: WriteLock,
     journal: Journal,
     pool: Pool,
     skipped: [Vec<Skipped>; 3],
@@ -212,85 +235,193 @@ pub struct Store {
     notes: Vec<String>,
 }
 
+/// Read the compatible files and replay the journal (the caller holds the write lock).
+fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
+    let snapshot = Snapshot::read(paths, options.dim)?;
+    let mut pool = Pool::new(options.dim, options.features.clone());
+    let Snapshot {
+        items,
+        vectors,
+        matrix,
+        skipped,
+        mut notes,
+    } = snapshot;
+    let entries = items
+        .into_iter()
+        .map(|(tier, item)| {
+            let v = vectors.get(&item.item_id).map(|&r| matrix.row(r));
+            (tier, item, v)
+        })
+        .collect();
+    pool.bulk_load(entries);
+
+    let wal_bytes = match std::fs::read(&paths.wal) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).at(&paths.wal),
+    };
+    let scan = journal::scan(&wal_bytes);
+    let mut repairs = Vec::new();
+    let mut valid_len = scan.valid_len;
+    if let Some(damage) = &scan.damage {
+        let repair = quarantine(paths, options, &wal_bytes, damage)?;
+        valid_len = damage.offset;
+        notes.push(format!("journal damaged: {repair}"));
+        repairs.push(repair);
+    }
+    let mut generation = 0;
+    let mut replayed = 0usize;
+    for record in scan.records {
+        if let Record::Begin { generation: g } = record {
+            generation = g;
+        } else {
+            replayed += 1;
+            apply(&mut pool, record);
+        }
+    }
+    if replayed > 0 {
+        notes.push(format!("replayed {replayed} journal record(s)"));
+    }
+    let journal = Journal::open(&paths.wal, valid_len as u64, generation, options.sync)?;
+    Ok(Loaded {
+        pool,
+        skipped,
+        notes,
+        repairs,
+        journal,
+    })
+}
+
+/// Move a damaged journal tail aside (never deleted) and describe it.
+fn quarantine(
+    paths: &StorePaths,
+    options: &StoreOptions,
+    bytes: &[u8],
+    damage: &journal::Damage,
+) -> Result<Repair> {
+    let target = quarantine_path(&paths.wal);
+    files::write_atomic(&target, &bytes[damage.offset..], options.sync.syncs())?;
+    Ok(Repair {
+        path: paths.wal.clone(),
+        line: damage.line,
+        detail: damage.detail.clone(),
+        lines: damage.lines,
+        quarantine: target,
+    })
+}
+
 impl Store {
-    /// Open (creating if needed) the store in `paths`, taking the directory lock, loading the
-    /// compatible files and replaying the journal. Damage is contained and reported in
+    /// Open (creating if needed) the store in `paths`: attach to the directory, load the
+    /// compatible files and replay the journal. Damage is contained and reported in
     /// [`Store::repairs`] and [`Store::notes`]; a file that cannot be understood at all is an
-    /// error and nothing is changed.
+    /// error and nothing is changed. Other processes may have the same directory open.
     pub fn open(paths: StorePaths, options: StoreOptions) -> Result<Store> {
         if options.dim == 0 {
             return Err(Error::InvalidInput("vector dim must be at least 1".into()));
         }
         std::fs::create_dir_all(&paths.dir).at(&paths.dir)?;
-        let lock = DirLock::acquire(&paths.lock)?;
-        let snapshot = Snapshot::read(&paths, options.dim)?;
-        let mut pool = Pool::new(options.dim, options.features.clone());
-        let Snapshot {
-            items,
-            vectors,
-            matrix,
+        let attachment = Attachment::attach(&paths.attach)?;
+        let mut write_lock = WriteLock::open(&paths.lock)?;
+        write_lock.lock()?;
+        let loaded = load(&paths, &options);
+        write_lock.unlock();
+        let Loaded {
+            pool,
             skipped,
-            mut notes,
-        } = snapshot;
-        let entries = items
-            .into_iter()
-            .map(|(tier, item)| {
-                let v = vectors.get(&item.item_id).map(|&r| matrix.row(r));
-                (tier, item, v)
-            })
-            .collect();
-        pool.bulk_load(entries);
-
-        let wal_bytes = match std::fs::read(&paths.wal) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e).at(&paths.wal),
-        };
-        let scan = journal::scan(&wal_bytes);
-        let mut repairs = Vec::new();
-        let mut valid_len = scan.valid_len;
-        if let Some(damage) = &scan.damage {
-            let quarantine = quarantine_path(&paths.wal);
-            files::write_atomic(
-                &quarantine,
-                &wal_bytes[damage.offset..],
-                options.sync.syncs(),
-            )?;
-            valid_len = damage.offset;
-            let repair = Repair {
-                path: paths.wal.clone(),
-                line: damage.line,
-                detail: damage.detail.clone(),
-                lines: damage.lines,
-                quarantine,
-            };
-            notes.push(format!("journal damaged: {repair}"));
-            repairs.push(repair);
-        }
-        let mut generation = 0;
-        let mut replayed = 0usize;
-        for record in scan.records {
-            if let Record::Begin { generation: g } = record {
-                generation = g;
-            } else {
-                replayed += 1;
-                apply(&mut pool, record);
-            }
-        }
-        if replayed > 0 {
-            notes.push(format!("replayed {replayed} journal record(s)"));
-        }
-        let journal = Journal::open(&paths.wal, valid_len as u64, generation, options.sync)?;
+            notes,
+            repairs,
+            journal,
+        } = loaded?;
         Ok(Store {
             paths,
             options,
-            _lock: lock,
+            attachment,
+            write_lock,
             journal,
             pool,
             skipped,
             repairs,
             notes,
         })
+    }
+
+    /// Take the write lock and apply what other processes wrote since this one last looked.
+    /// Hold it across reading, deciding and committing, then [`Store::release`] it. Nested
+    /// calls are cheap no-ops.
+    pub fn acquire(&mut self) -> Result<SyncOutcome> {
+        if !self.write_lock.lock()? {
+            return Ok(SyncOutcome::Current);
+        }
+        match self.catch_up() {
+            Ok(outcome) => Ok(outcome),
+            Err(e) => {
+                self.write_lock.unlock();
+                Err(e)
+            }
+        }
+    }
+
+    /// Release the write lock taken by [`Store::acquire`].
+    pub fn release(&mut self) {
+        self.write_lock.unlock();
+    }
+
+    fn catch_up(&mut self) -> Result<SyncOutcome> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = match std::fs::metadata(&self.paths.wal) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).at(&self.paths.wal),
+        };
+        let replaced = meta.as_ref().is_none_or(|m| m.ino() != self.journal.ino());
+        let on_disk = meta.map_or(0, |m| m.len());
+        if replaced || on_disk < self.journal.len() {
+            self.reload()?;
+            return Ok(SyncOutcome::Reloaded);
+        }
+        if on_disk == self.journal.len() {
+            return Ok(SyncOutcome::Current);
+        }
+        let start = self.journal.len();
+        let bytes = self.journal.read_from(start)?;
+        let scan = journal::scan(&bytes);
+        let mut end = start + scan.valid_len as u64;
+        if let Some(damage) = &scan.damage {
+            let repair = quarantine(&self.paths, &self.options, &bytes, damage)?;
+            end = start + damage.offset as u64;
+            self.notes.push(format!("journal damaged: {repair}"));
+            self.repairs.push(repair);
+        }
+        let mut changed = Vec::with_capacity(scan.records.len());
+        for record in scan.records {
+            if let Some(id) = record.id() {
+                changed.push(id.to_string());
+            }
+            apply(&mut self.pool, record);
+        }
+        self.journal.set_end(end)?;
+        Ok(SyncOutcome::Applied(changed))
+    }
+
+    /// Load everything again from the files (another process checkpointed).
+    fn reload(&mut self) -> Result<()> {
+        let Loaded {
+            pool,
+            skipped,
+            notes,
+            repairs,
+            journal,
+        } = load(&self.paths, &self.options)?;
+        self.pool = pool;
+        self.skipped = skipped;
+        self.journal = journal;
+        self.repairs.extend(repairs);
+        self.notes.extend(
+            notes
+                .into_iter()
+                .filter(|n| n.starts_with("journal damaged")),
+        );
+        Ok(())
     }
 
     /// The live items and their arrays.
@@ -357,6 +488,16 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
+        let took = !self.write_lock.held();
+        self.acquire()?;
+        let result = self.commit_locked(records);
+        if took {
+            self.release();
+        }
+        result
+    }
+
+    fn commit_locked(&mut self, records: Vec<Record>) -> Result<()> {
         self.validate(&records)?;
         let mut archive = Vec::new();
         for r in &records {
@@ -397,7 +538,7 @@ impl Store {
             apply(&mut self.pool, r);
         }
         if self.journal.len() > self.options.wal_max_bytes {
-            self.checkpoint()?;
+            self.checkpoint_locked()?;
         }
         Ok(())
     }
@@ -477,6 +618,16 @@ impl Store {
     /// files that lose them, so a crash at any point leaves every item in at least one file),
     /// then start a fresh journal. The journal is only reset once every file is durable.
     pub fn checkpoint(&mut self) -> Result<()> {
+        let took = !self.write_lock.held();
+        self.acquire()?;
+        let result = self.checkpoint_locked();
+        if took {
+            self.release();
+        }
+        result
+    }
+
+    fn checkpoint_locked(&mut self) -> Result<()> {
         let sync = self.options.sync.syncs();
         let pool = &self.pool;
         let missing = pool.missing_vectors();
@@ -581,9 +732,19 @@ impl Store {
         Ok(loaded.items.into_iter().rev().find(|i| i.item_id == id))
     }
 
-    /// Checkpoint and release the directory.
+    /// Leave the data directory: checkpoint when no other process has it open (otherwise the
+    /// journal, already durable, is left for whoever closes last), and fsync.
     pub fn close(mut self) -> Result<()> {
-        self.checkpoint()
+        if self.attachment.alone() {
+            self.checkpoint()
+        } else {
+            self.journal.sync()
+        }
+    }
+
+    /// Whether this is the only process with the directory open.
+    pub fn alone(&self) -> bool {
+        self.attachment.alone()
     }
 }
 

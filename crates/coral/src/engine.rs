@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use coral_embed::{Embedder, HashEmbedder};
-use coral_store::{Item, Record, Store, StoreOptions, SyncPolicy, Tier};
+use coral_store::{Item, Record, Store, StoreOptions, SyncOutcome, SyncPolicy, Tier};
 use serde::Serialize;
 
 use crate::config::Config;
@@ -227,6 +227,48 @@ pub(crate) struct Engine {
     pub(crate) store: Store,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
     pub(crate) dedup: HashMap<String, Vec<u64>>,
+    /// The last failure to catch up with other processes, if the latest attempt failed.
+    pub(crate) sync_error: Option<String>,
+}
+
+impl Engine {
+    /// Keep derived state in step with records other processes wrote.
+    pub(crate) fn after_sync(&mut self, outcome: &SyncOutcome) {
+        match outcome {
+            SyncOutcome::Applied(ids) => {
+                for id in ids {
+                    self.dedup.remove(id);
+                }
+            }
+            SyncOutcome::Reloaded => self.dedup.clear(),
+            _ => {}
+        }
+    }
+}
+
+/// [`Engine`] held by this thread and by this process across the data directory; see
+/// [`Coral::lock_raw`].
+pub(crate) struct EngineGuard<'a> {
+    guard: MutexGuard<'a, Engine>,
+}
+
+impl std::ops::Deref for EngineGuard<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.guard
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        self.guard.store.release();
+    }
 }
 
 /// A Coral memory: one data directory, one embedder, one configuration.
@@ -344,6 +386,7 @@ impl Coral {
             engine: Mutex::new(Engine {
                 store,
                 dedup: HashMap::new(),
+                sync_error: None,
             }),
             threads,
         };
@@ -378,16 +421,35 @@ impl Coral {
     }
 
     /// The engine, after picking up a changed config file.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Engine> {
+    pub(crate) fn lock(&self) -> EngineGuard<'_> {
         let mut engine = self.lock_raw();
         self.reload_if_changed(&mut engine);
         engine
     }
 
-    pub(crate) fn lock_raw(&self) -> MutexGuard<'_, Engine> {
+    /// The engine locked in this process and across processes, caught up with what other
+    /// processes sharing the data directory wrote. Released when the guard drops.
+    pub(crate) fn lock_raw(&self) -> EngineGuard<'_> {
         // A panic while holding the lock cannot leave the store half-mutated (commit validates,
         // writes, then applies), so a poisoned lock is safe to keep using.
-        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+        let mut guard = EngineGuard {
+            guard: self.engine.lock().unwrap_or_else(|e| e.into_inner()),
+        };
+        match guard.store.acquire() {
+            Ok(outcome) => {
+                guard.sync_error = None;
+                guard.after_sync(&outcome);
+                if outcome == SyncOutcome::Reloaded
+                    && let Err(e) =
+                        recompute_missing_vectors(&mut guard.store, self.embedder.as_ref())
+                {
+                    guard.sync_error = Some(format!("recomputing vectors after a reload: {e}"));
+                }
+            }
+            // Reads go on with what this process has; writes retry the lock and report.
+            Err(e) => guard.sync_error = Some(e.to_string()),
+        }
+        guard
     }
 
     /// The embedder in use.

@@ -95,7 +95,7 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
     let to = new.store_paths();
     // Nobody may write while files move.
     std::fs::create_dir_all(&from.dir).ok();
-    let lock = coral_store::DirLock::acquire(&from.lock)?;
+    let lock = coral_store::DirLock::acquire(&from.attach)?;
     let mut moved = Vec::new();
     let pairs: [(&PathBuf, &PathBuf); 8] = [
         (&from.cold, &to.cold),

@@ -559,34 +559,3 @@ fn a_config_with_a_bad_value_is_refused_naming_the_key() {
         );
     }
 }
-
-#[test]
-fn a_second_coral_on_the_same_directory_is_refused_with_the_pid() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path();
-    let first = open(base).unwrap();
-    seed(&first);
-    let before = state(&first, base);
-    let pid = std::process::id().to_string();
-    for attempt in 1..=2 {
-        let err = open(base).err().expect("second open must fail").to_string();
-        assert_mentions(&err, &["in use", &pid], &format!("attempt {attempt}"));
-    }
-    assert_eq!(
-        state(&first, base),
-        before,
-        "a refused open changed the first one's data"
-    );
-    // The first instance is unaffected and keeps working.
-    assert!(
-        first
-            .insert("still writable after the refused open", 0.5)
-            .unwrap()
-            .inserted()
-    );
-    assert_eq!(first.search_with("writable", top_k(1)).unwrap().len(), 1);
-    let total = first.stats().total;
-    drop(first);
-    let reopened = open(base).expect("free again once the first is gone");
-    assert_eq!(reopened.stats().total, total);
-}
