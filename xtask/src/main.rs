@@ -115,9 +115,11 @@ fn ci() -> Result<()> {
 }
 
 fn fixtures() -> Result<()> {
-    let src = root().join("../shared/upstream-data/coral_test_vectors.json");
-    let dst = root().join("fixtures/compat/coral_test_vectors.json");
-    std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
-    eprintln!("refreshed {}; review the diff like code", dst.display());
+    for name in ["coral_test_vectors.json", "memcore_test_vectors.json"] {
+        let src = root().join("../shared/upstream-data").join(name);
+        let dst = root().join("fixtures/compat").join(name);
+        std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+        eprintln!("refreshed {}; review the diff like code", dst.display());
+    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Scoring kernels for Coral: dot/cosine, bitmap and set Jaccard, time decay, weighted fusion,
 //! a bounded top-k and the one-pass pool [`scan`] that ties them together, plus reciprocal-rank
-//! fusion.
+//! fusion: [`rank_lists`] (vector and Jaccard rankings in one pass), BM25 over an incremental
+//! inverted index ([`Bm25Index`], [`keyword_terms`]) and [`rrf`].
 //!
 //! This crate does no I/O and knows nothing of items, text or storage: callers hand it
 //! contiguous arrays indexed by row number and get row numbers back.
@@ -37,18 +38,24 @@
 //! assert_eq!(hits.len(), 2);
 //! ```
 
+mod bm25;
 mod decay;
 mod dot;
 mod jaccard;
+mod rank_lists;
 mod rrf;
 mod scan;
+mod terms;
 mod topk;
 mod weights;
 
+pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard, set_jaccard_sorted};
+pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
 pub use scan::{PARALLEL_THRESHOLD, Pool, Query, scan};
+pub use terms::{for_each_keyword_term, keyword_terms};
 pub use topk::{Scored, TopK};
 pub use weights::Weights;

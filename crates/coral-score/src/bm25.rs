@@ -1,0 +1,652 @@
+//! BM25 over an inverted index that is kept up to date one document at a time.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::terms::{for_each_keyword_term, keyword_terms};
+
+/// BM25 parameters; the default is `k1 = 1.5`, `b = 0.75` (SPEC 11).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation.
+    pub k1: f64,
+    /// Length normalisation, 0 (none) to 1 (full).
+    pub b: f64,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.5, b: 0.75 }
+    }
+}
+
+/// A weighted set of query terms.
+///
+/// Each distinct term carries one weight; adding a term again adds to its weight. Texts are
+/// split with [`keyword_terms`], and a term repeated within one text counts once, so a long
+/// query that says a word ten times does not weigh it ten times (MemCore does the same).
+///
+/// ```
+/// use coral_score::Bm25Query;
+/// let mut q = Bm25Query::from_text("我喜欢可乐, 可乐!");
+/// q.add_text("可乐", 3.0); // an entity anchor, weighted 3×
+/// assert!(q.terms().contains(&("可乐".to_string(), 4.0)));
+/// assert!(q.terms().contains(&("喜欢".to_string(), 1.0)));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bm25Query {
+    /// Distinct terms in first-seen order.
+    terms: Vec<(String, f64)>,
+    /// Term -> index in `terms`.
+    index: HashMap<String, usize>,
+}
+
+impl Bm25Query {
+    /// An empty query.
+    pub fn new() -> Self {
+        Bm25Query::default()
+    }
+
+    /// The distinct terms of `text`, each with weight 1.
+    pub fn from_text(text: &str) -> Self {
+        let mut query = Bm25Query::new();
+        query.add_text(text, 1.0);
+        query
+    }
+
+    /// Adds `weight` to each distinct term of `text`.
+    pub fn add_text(&mut self, text: &str, weight: f64) -> &mut Self {
+        let mut seen: HashSet<String> = HashSet::new();
+        for_each_keyword_term(text, |term| {
+            if !seen.contains(term) {
+                seen.insert(term.to_owned());
+                self.add_term(term, weight);
+            }
+        });
+        self
+    }
+
+    /// Adds `weight` to one term, taken as it is (not normalised or split).
+    pub fn add_term(&mut self, term: &str, weight: f64) -> &mut Self {
+        match self.index.get(term) {
+            Some(&i) => self.terms[i].1 += weight,
+            None => {
+                self.index.insert(term.to_owned(), self.terms.len());
+                self.terms.push((term.to_owned(), weight));
+            }
+        }
+        self
+    }
+
+    /// The distinct terms with their weights, in first-seen order.
+    pub fn terms(&self) -> &[(String, f64)] {
+        &self.terms
+    }
+
+    /// Whether the query has no terms.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+}
+
+/// One document's entry in a term's posting list. The document length rides along so that
+/// scoring walks posting lists only.
+#[derive(Clone, Copy, Debug)]
+struct Posting {
+    doc: u32,
+    tf: u32,
+    len: u32,
+}
+
+/// What the index remembers of a document in order to remove it.
+#[derive(Clone, Debug)]
+struct Doc {
+    len: u32,
+    /// (term id, position of this document in that term's posting list), sorted by term id.
+    terms: Vec<(u32, u32)>,
+}
+
+/// An inverted index for BM25, built incrementally: documents are added and removed by a
+/// caller-chosen `u32` id (a row number, a slot) and queries are scored against the current
+/// contents. Corpus statistics (document count, average length, document frequencies) are over
+/// every document in the index.
+///
+/// Adding a document costs O(its distinct terms); removing one the same (posting lists are
+/// unordered and patched with `swap_remove`); scoring costs O(the postings of the query's
+/// terms). Memory: about 20 bytes per (document, distinct term) pair plus the vocabulary.
+///
+/// ```
+/// use coral_score::{Bm25Index, Bm25Params, Bm25Query};
+/// let mut index = Bm25Index::new();
+/// index.insert_text(7, "我最喜欢喝可乐");
+/// index.insert_text(9, "今天加班到很晚");
+/// let hits = index.search(&Bm25Query::from_text("可乐"), Bm25Params::default(), 10, |_| true);
+/// assert_eq!(hits.len(), 1);
+/// assert_eq!(hits[0].0, 7);
+/// index.remove(7);
+/// assert!(index.search(&Bm25Query::from_text("可乐"), Bm25Params::default(), 10, |_| true).is_empty());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Bm25Index {
+    term_ids: HashMap<Box<str>, u32>,
+    /// Term id -> term, for freeing ids whose posting list empties.
+    names: Vec<Box<str>>,
+    postings: Vec<Vec<Posting>>,
+    free_terms: Vec<u32>,
+    docs: HashMap<u32, Doc>,
+    /// Sum of the lengths of all documents.
+    total_len: u64,
+    /// One more than the largest document id ever inserted (sizes the dense accumulator).
+    doc_bound: u64,
+}
+
+impl Bm25Index {
+    /// An empty index.
+    pub fn new() -> Self {
+        Bm25Index::default()
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Whether document `doc` is in the index.
+    pub fn contains(&self, doc: u32) -> bool {
+        self.docs.contains_key(&doc)
+    }
+
+    /// Number of distinct terms over all documents.
+    pub fn vocabulary(&self) -> usize {
+        self.term_ids.len()
+    }
+
+    /// Sum of all document lengths, in terms.
+    pub fn total_len(&self) -> u64 {
+        self.total_len
+    }
+
+    /// Length of document `doc` in terms.
+    pub fn doc_len(&self, doc: u32) -> Option<u32> {
+        self.docs.get(&doc).map(|d| d.len)
+    }
+
+    /// The distinct terms of document `doc` with their frequencies, sorted by term.
+    pub fn doc_terms(&self, doc: u32) -> Option<Vec<(&str, u32)>> {
+        let d = self.docs.get(&doc)?;
+        let mut terms: Vec<(&str, u32)> = d
+            .terms
+            .iter()
+            .map(|&(t, pos)| {
+                let tf = self.postings[t as usize][pos as usize].tf;
+                (&*self.names[t as usize], tf)
+            })
+            .collect();
+        terms.sort_unstable();
+        Some(terms)
+    }
+
+    /// Adds document `doc` split with [`keyword_terms`], replacing any document with that id.
+    pub fn insert_text(&mut self, doc: u32, text: &str) {
+        self.insert(doc, keyword_terms(text));
+    }
+
+    /// Adds document `doc` as a list of terms (duplicates count), replacing any document with
+    /// that id. A document with no terms still counts in the corpus statistics.
+    pub fn insert<I, S>(&mut self, doc: u32, terms: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.remove(doc);
+        let terms: Vec<S> = terms.into_iter().collect();
+        let len = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+        let mut counts: HashMap<&str, u32> = HashMap::with_capacity(terms.len());
+        for term in &terms {
+            let tf = counts.entry(term.as_ref()).or_insert(0);
+            *tf = tf.saturating_add(1);
+        }
+        let mut entries = Vec::with_capacity(counts.len());
+        for (term, tf) in counts {
+            let id = self.term_id(term);
+            let list = &mut self.postings[id as usize];
+            entries.push((id, list.len() as u32));
+            list.push(Posting { doc, tf, len });
+        }
+        entries.sort_unstable_by_key(|&(id, _)| id);
+        self.docs.insert(
+            doc,
+            Doc {
+                len,
+                terms: entries,
+            },
+        );
+        self.total_len += u64::from(len);
+        self.doc_bound = self.doc_bound.max(u64::from(doc) + 1);
+    }
+
+    /// Removes document `doc`; false when it was not in the index.
+    pub fn remove(&mut self, doc: u32) -> bool {
+        let Some(removed) = self.docs.remove(&doc) else {
+            return false;
+        };
+        self.total_len -= u64::from(removed.len);
+        for (term, pos) in removed.terms {
+            let list = &mut self.postings[term as usize];
+            list.swap_remove(pos as usize);
+            if let Some(moved) = list.get(pos as usize) {
+                // The last posting now sits at `pos`: tell its document.
+                let entry = self
+                    .docs
+                    .get_mut(&moved.doc)
+                    .expect("every posting belongs to a document in the index");
+                let i = entry
+                    .terms
+                    .binary_search_by_key(&term, |&(t, _)| t)
+                    .expect("a document lists every term it has a posting for");
+                entry.terms[i].1 = pos;
+            } else if list.is_empty() {
+                let name = std::mem::take(&mut self.names[term as usize]);
+                self.term_ids.remove(&name);
+                self.free_terms.push(term);
+            }
+        }
+        if self.docs.is_empty() {
+            self.doc_bound = 0;
+        }
+        true
+    }
+
+    /// Removes every document.
+    pub fn clear(&mut self) {
+        *self = Bm25Index::default();
+    }
+
+    /// BM25 score of every document sharing a term with the query, in no particular order.
+    ///
+    /// `score(d) = Σ w(t) · idf(t) · tf·(k1 + 1) / (tf + k1·(1 − b + b·len(d)/avglen))` over the
+    /// query's terms `t` with weight `w(t)`, where `idf(t) = ln(1 + (N − n(t) + 0.5) /
+    /// (n(t) + 0.5))` (always positive), `N` the number of documents and `n(t)` the number
+    /// containing `t`. Terms with a zero or non-finite weight are ignored.
+    pub fn scores(&self, query: &Bm25Query, params: Bm25Params) -> Vec<(u32, f64)> {
+        let n_docs = self.docs.len() as f64;
+        if n_docs == 0.0 {
+            return Vec::new();
+        }
+        let avg_len = self.total_len as f64 / n_docs;
+        let mut acc = Accumulator::new(self.doc_bound, self.docs.len());
+        for (term, weight) in query.terms() {
+            if *weight == 0.0 || !weight.is_finite() {
+                continue;
+            }
+            let Some(&id) = self.term_ids.get(term.as_str()) else {
+                continue;
+            };
+            let list = &self.postings[id as usize];
+            let df = list.len() as f64;
+            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            for p in list {
+                acc.add(p.doc, weight * idf * term_weight(p, avg_len, params));
+            }
+        }
+        acc.into_vec()
+    }
+
+    /// BM25 score of one document (0 when absent or sharing no term).
+    pub fn score(&self, query: &Bm25Query, params: Bm25Params, doc: u32) -> f64 {
+        let Some(d) = self.docs.get(&doc) else {
+            return 0.0;
+        };
+        let n_docs = self.docs.len() as f64;
+        let avg_len = self.total_len as f64 / n_docs;
+        let mut score = 0.0;
+        for (term, weight) in query.terms() {
+            if *weight == 0.0 || !weight.is_finite() {
+                continue;
+            }
+            let Some(&id) = self.term_ids.get(term.as_str()) else {
+                continue;
+            };
+            let Ok(i) = d.terms.binary_search_by_key(&id, |&(t, _)| t) else {
+                continue;
+            };
+            let list = &self.postings[id as usize];
+            let df = list.len() as f64;
+            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            score += weight * idf * term_weight(&list[d.terms[i].1 as usize], avg_len, params);
+        }
+        score
+    }
+
+    /// The best `k` documents with a positive score among those `accept` lets through, best
+    /// first; equal scores rank the smaller id first.
+    pub fn search(
+        &self,
+        query: &Bm25Query,
+        params: Bm25Params,
+        k: usize,
+        mut accept: impl FnMut(u32) -> bool,
+    ) -> Vec<(u32, f64)> {
+        let mut hits: Vec<(u32, f64)> = self
+            .scores(query, params)
+            .into_iter()
+            .filter(|&(doc, score)| score > 0.0 && accept(doc))
+            .collect();
+        let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if hits.len() > k {
+            if k == 0 {
+                return Vec::new();
+            }
+            hits.select_nth_unstable_by(k - 1, order);
+            hits.truncate(k);
+        }
+        hits.sort_unstable_by(order);
+        hits
+    }
+
+    fn term_id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.term_ids.get(term) {
+            return id;
+        }
+        let name: Box<str> = term.into();
+        let id = match self.free_terms.pop() {
+            Some(id) => {
+                self.names[id as usize] = name.clone();
+                id
+            }
+            None => {
+                self.names.push(name.clone());
+                self.postings.push(Vec::new());
+                (self.names.len() - 1) as u32
+            }
+        };
+        self.term_ids.insert(name, id);
+        id
+    }
+}
+
+/// The saturated, length-normalised term frequency `tf·(k1 + 1) / (tf + k1·(1 − b + b·len/avg))`.
+#[inline]
+fn term_weight(p: &Posting, avg_len: f64, params: Bm25Params) -> f64 {
+    let tf = f64::from(p.tf);
+    let norm = if avg_len > 0.0 {
+        1.0 - params.b + params.b * f64::from(p.len) / avg_len
+    } else {
+        1.0
+    };
+    tf * (params.k1 + 1.0) / (tf + params.k1 * norm)
+}
+
+/// Per-document score sums: a dense array when document ids are compact, a map otherwise.
+enum Accumulator {
+    Dense {
+        scores: Vec<f64>,
+        hit: Vec<bool>,
+        touched: Vec<u32>,
+    },
+    Sparse(HashMap<u32, f64>),
+}
+
+impl Accumulator {
+    fn new(doc_bound: u64, docs: usize) -> Self {
+        if doc_bound <= 4 * docs as u64 + 1024 {
+            let n = doc_bound as usize;
+            Accumulator::Dense {
+                scores: vec![0.0; n],
+                hit: vec![false; n],
+                touched: Vec::new(),
+            }
+        } else {
+            Accumulator::Sparse(HashMap::new())
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, doc: u32, amount: f64) {
+        match self {
+            Accumulator::Dense {
+                scores,
+                hit,
+                touched,
+            } => {
+                let d = doc as usize;
+                if !hit[d] {
+                    hit[d] = true;
+                    touched.push(doc);
+                }
+                scores[d] += amount;
+            }
+            Accumulator::Sparse(map) => *map.entry(doc).or_insert(0.0) += amount,
+        }
+    }
+
+    fn into_vec(self) -> Vec<(u32, f64)> {
+        match self {
+            Accumulator::Dense {
+                scores, touched, ..
+            } => touched
+                .into_iter()
+                .map(|d| (d, scores[d as usize]))
+                .collect(),
+            Accumulator::Sparse(map) => map.into_iter().collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rrf;
+    use proptest::prelude::*;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+
+    fn golden() -> Value {
+        serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/compat/memcore_test_vectors.json"
+        )))
+        .unwrap()
+    }
+
+    /// MemCore's BM25 corpus: each document is its text plus its metadata fields.
+    fn golden_index(data: &Value) -> (Bm25Index, Vec<String>) {
+        let mut index = Bm25Index::new();
+        let mut ids = Vec::new();
+        for (doc, entry) in data["bm25_corpus"].as_array().unwrap().iter().enumerate() {
+            let mut terms = keyword_terms(entry["text"].as_str().unwrap());
+            for value in entry["metadata"].as_object().unwrap().values() {
+                terms.extend(keyword_terms(value.as_str().unwrap()));
+            }
+            index.insert(doc as u32, terms);
+            ids.push(entry["source_id"].as_str().unwrap().to_string());
+        }
+        (index, ids)
+    }
+
+    fn golden_query(data: &Value) -> Bm25Query {
+        let q = &data["bm25_query"];
+        let mut query = Bm25Query::from_text(q["query_text"].as_str().unwrap());
+        for anchor in q["entity_anchors"].as_array().unwrap() {
+            query.add_text(anchor.as_str().unwrap(), 3.0);
+        }
+        assert!(q["topic_terms"].as_array().unwrap().is_empty());
+        query
+    }
+
+    /// MemCore's exact BM25 scores and order, entity anchors weighted 3× (SPEC 11).
+    #[test]
+    fn golden_memcore_bm25_scores() {
+        let data = golden();
+        let (index, ids) = golden_index(&data);
+        let query = golden_query(&data);
+        let hits = index.search(&query, Bm25Params::default(), 10, |_| true);
+        let expected = data["bm25_results"].as_array().unwrap();
+        assert_eq!(hits.len(), expected.len(), "{hits:?}");
+        for ((doc, score), e) in hits.iter().zip(expected) {
+            assert_eq!(ids[*doc as usize], e["source_id"].as_str().unwrap());
+            let want = e["tag_score"].as_f64().unwrap();
+            assert!((score - want).abs() < 1e-9, "{score} vs {want}");
+            assert!((index.score(&query, Bm25Params::default(), *doc) - want).abs() < 1e-9);
+        }
+    }
+
+    /// MemCore's fused order: the hashed-vector ranking and the BM25 ranking, RRF k = 60.
+    #[test]
+    fn golden_memcore_rrf_order() {
+        let data = golden();
+        let (index, ids) = golden_index(&data);
+        let doc_of = |id: &str| ids.iter().position(|i| i == id).unwrap() as u32;
+        let semantic: Vec<u32> = data["semantic_results_hashed128"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| doc_of(e["source_id"].as_str().unwrap()))
+            .collect();
+        let keyword: Vec<u32> = index
+            .search(&golden_query(&data), Bm25Params::default(), 10, |_| true)
+            .iter()
+            .map(|&(doc, _)| doc)
+            .collect();
+        let fused = rrf(&[&semantic, &keyword], 60.0);
+        let expected = data["rrf_k60_results"].as_array().unwrap();
+        assert_eq!(fused.len(), expected.len());
+        for ((doc, score), e) in fused.iter().zip(expected) {
+            assert_eq!(ids[*doc as usize], e["source_id"].as_str().unwrap());
+            assert!((score - e["rrf_score"].as_f64().unwrap()).abs() < 1e-12);
+            let dual = semantic.contains(doc) && keyword.contains(doc);
+            assert_eq!(dual, e["dual_hit"].as_bool().unwrap());
+        }
+    }
+
+    #[test]
+    fn edge_cases() {
+        let p = Bm25Params::default();
+        let mut index = Bm25Index::new();
+        let q = Bm25Query::from_text("coral memory");
+        assert!(index.scores(&q, p).is_empty());
+        assert_eq!(index.score(&q, p, 3), 0.0);
+        index.insert(3, Vec::<String>::new());
+        assert_eq!(index.len(), 1);
+        assert!(index.search(&q, p, 5, |_| true).is_empty());
+        index.insert_text(1, "coral memory coral");
+        index.insert_text(2, "memory");
+        assert_eq!(index.doc_terms(1).unwrap(), [("coral", 2), ("memory", 1)]);
+        // Replacing a document drops its old terms.
+        index.insert_text(2, "heat");
+        assert_eq!(index.doc_terms(2).unwrap(), [("heat", 1)]);
+        assert_eq!(index.total_len(), 4);
+        let hits = index.search(&q, p, 5, |_| true);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1]);
+        assert!(index.search(&q, p, 0, |_| true).is_empty());
+        assert!(index.search(&q, p, 5, |d| d != 1).is_empty());
+        let mut nan = Bm25Query::new();
+        nan.add_term("coral", f64::NAN).add_term("memory", 0.0);
+        assert!(index.scores(&nan, p).is_empty());
+        assert!(index.remove(1));
+        assert!(!index.remove(1));
+        assert_eq!(index.vocabulary(), 1);
+        index.clear();
+        assert!(index.is_empty());
+        // Sparse ids take the map accumulator and score the same.
+        index.insert_text(u32::MAX, "coral");
+        index.insert_text(0, "coral reef");
+        let hits = index.search(&q, p, 5, |_| true);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [u32::MAX, 0]);
+    }
+
+    /// Everything observable about an index, independent of term ids and posting order.
+    fn canonical(index: &Bm25Index) -> BTreeMap<u32, Vec<(String, u32)>> {
+        let docs: BTreeMap<u32, Vec<(String, u32)>> = index
+            .docs
+            .keys()
+            .map(|&d| {
+                let terms = index.doc_terms(d).unwrap();
+                (
+                    d,
+                    terms.into_iter().map(|(t, f)| (t.to_string(), f)).collect(),
+                )
+            })
+            .collect();
+        // Structural invariants: postings and document entries point at each other.
+        let mut postings = 0;
+        for (t, list) in index.postings.iter().enumerate() {
+            postings += list.len();
+            for (pos, p) in list.iter().enumerate() {
+                let d = &index.docs[&p.doc];
+                assert_eq!(p.len, d.len);
+                let i = d.terms.binary_search_by_key(&(t as u32), |e| e.0).unwrap();
+                assert_eq!(d.terms[i].1 as usize, pos);
+            }
+            if list.is_empty() {
+                assert!(index.free_terms.contains(&(t as u32)));
+            } else {
+                assert_eq!(index.term_ids[&index.names[t]], t as u32);
+            }
+        }
+        assert_eq!(
+            postings,
+            index.docs.values().map(|d| d.terms.len()).sum::<usize>()
+        );
+        assert_eq!(
+            index.term_ids.len() + index.free_terms.len(),
+            index.names.len()
+        );
+        let total: u64 = index.docs.values().map(|d| u64::from(d.len)).sum();
+        assert_eq!(index.total_len, total);
+        docs
+    }
+
+    const WORDS: [&str; 8] = [
+        "可乐", "咖啡", "coral", "memory", "日出", "爬山", "heat", "我们",
+    ];
+
+    proptest! {
+        /// Any sequence of inserts and removals leaves the index equal to one built fresh from
+        /// the surviving documents, with the same scores.
+        #[test]
+        fn incremental_equals_fresh(
+            ops in proptest::collection::vec(
+                (0u32..12, proptest::collection::vec(0usize..WORDS.len(), 0..6), any::<bool>()),
+                0..60,
+            ),
+            query in proptest::collection::vec(0usize..WORDS.len(), 1..4),
+        ) {
+            let mut index = Bm25Index::new();
+            let mut model: BTreeMap<u32, String> = BTreeMap::new();
+            for (doc, words, remove) in ops {
+                if remove {
+                    prop_assert_eq!(index.remove(doc), model.remove(&doc).is_some());
+                } else {
+                    let text: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+                    let text = text.join(" ");
+                    index.insert_text(doc, &text);
+                    model.insert(doc, text);
+                }
+            }
+            let mut fresh = Bm25Index::new();
+            for (&doc, text) in &model {
+                fresh.insert_text(doc, text);
+            }
+            prop_assert_eq!(canonical(&index), canonical(&fresh));
+            let words: Vec<&str> = query.iter().map(|&w| WORDS[w]).collect();
+            let q = Bm25Query::from_text(&words.join(" "));
+            let p = Bm25Params::default();
+            let mut a = index.scores(&q, p);
+            let mut b = fresh.scores(&q, p);
+            a.sort_by_key(|e| e.0);
+            b.sort_by_key(|e| e.0);
+            prop_assert_eq!(a.len(), b.len());
+            for ((da, sa), (db, sb)) in a.iter().zip(&b) {
+                prop_assert_eq!(da, db);
+                prop_assert!((sa - sb).abs() < 1e-9);
+                prop_assert!(sa.is_finite() && *sa > 0.0);
+                prop_assert!((index.score(&q, p, *da) - sa).abs() < 1e-9);
+            }
+        }
+    }
+}
