@@ -78,7 +78,9 @@ pub enum Command {
         /// Read memories from standard input, one per line.
         #[arg(long)]
         stdin: bool,
-        /// With --stdin: each line is a JSON object {content, importance?, project?, timestamp?}.
+        /// With --stdin: each line is a JSON object {content, importance?, project?, timestamp?};
+        /// {"op": "delete", "item_id" | "content"}, {"op": "search", "query", "top_k"?} and
+        /// {"op": "stats"} are accepted too, for scripts.
         #[arg(long)]
         jsonl: bool,
     },

@@ -428,25 +428,22 @@ fn insert_stream(
                 if text.trim().is_empty() {
                     return Ok(None);
                 }
-                let (content, options) = if jsonl {
-                    parse_jsonl(text, importance, project.clone(), at)
-                        .map_err(|e| anyhow::anyhow!("line {line_no}: {e}"))?
-                } else {
-                    (
-                        text.to_string(),
-                        InsertOptions {
-                            importance,
-                            project: project.clone(),
-                            timestamp: at,
-                            now: None,
-                        },
-                    )
+                if jsonl {
+                    let op = parse_jsonl(text, importance, project.clone(), at)
+                        .map_err(|e| anyhow::anyhow!("line {line_no}: {e}"))?;
+                    return Ok(Some(run_op(coral, op)?));
+                }
+                let options = InsertOptions {
+                    importance,
+                    project: project.clone(),
+                    timestamp: at,
+                    now: None,
                 };
-                Ok(Some(coral.insert_with(&content, options)?))
+                Ok(Some(insert_json(&coral.insert_with(text, options)?)))
             });
         match result {
             Ok(None) => continue,
-            Ok(Some(outcome)) => serde_json::to_writer(&mut out, &insert_json(&outcome))?,
+            Ok(Some(ack)) => serde_json::to_writer(&mut out, &ack)?,
             Err(e) => {
                 failures += 1;
                 serde_json::to_writer(
@@ -467,21 +464,78 @@ fn insert_stream(
     Ok(0)
 }
 
+/// One line of `insert --stdin --jsonl`: an insert (the default), or, for scripts and tests
+/// that drive several processes, a delete, a search or a stats call.
+enum JsonOp {
+    Insert(String, InsertOptions),
+    Delete(String),
+    Search(String, Option<usize>),
+    Stats,
+}
+
+fn run_op(coral: &Coral, op: JsonOp) -> anyhow::Result<Value> {
+    Ok(match op {
+        JsonOp::Insert(content, options) => insert_json(&coral.insert_with(&content, options)?),
+        JsonOp::Delete(id) => json!({"item_id": id, "deleted": coral.delete(&id)?}),
+        JsonOp::Search(query, top_k) => {
+            let hits = coral.search_with(
+                &query,
+                SearchOptions {
+                    top_k,
+                    ..SearchOptions::default()
+                },
+            )?;
+            let ids: Vec<&str> = hits.iter().map(|h| h.item.item_id.as_str()).collect();
+            json!({"query": query, "hits": ids})
+        }
+        JsonOp::Stats => {
+            let s = coral.stats();
+            json!({"total": s.total, "hot": s.hot, "warm": s.warm, "cold": s.cold})
+        }
+    })
+}
+
 fn parse_jsonl(
     text: &str,
     importance: f64,
     project: Option<String>,
     at: Option<f64>,
-) -> anyhow::Result<(String, InsertOptions)> {
+) -> anyhow::Result<JsonOp> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Line {
-        content: String,
+        op: Option<String>,
+        content: Option<String>,
+        item_id: Option<String>,
+        query: Option<String>,
+        top_k: Option<usize>,
         importance: Option<f64>,
         project: Option<String>,
         timestamp: Option<serde_json::Value>,
     }
     let line: Line = serde_json::from_str(text)?;
+    match line.op.as_deref().unwrap_or("insert") {
+        "insert" => {}
+        "delete" => {
+            let id = match (line.item_id, line.content) {
+                (Some(id), _) => id,
+                (None, Some(content)) => coral::item_id(&content),
+                (None, None) => anyhow::bail!("a delete needs item_id or content"),
+            };
+            return Ok(JsonOp::Delete(id));
+        }
+        "search" => {
+            let query = line
+                .query
+                .ok_or_else(|| anyhow::anyhow!("a search needs a query"))?;
+            return Ok(JsonOp::Search(query, line.top_k));
+        }
+        "stats" => return Ok(JsonOp::Stats),
+        other => anyhow::bail!("op {other:?} is not insert, delete, search or stats"),
+    }
+    let content = line
+        .content
+        .ok_or_else(|| anyhow::anyhow!("an insert needs content"))?;
     let timestamp = match line.timestamp {
         None | Some(serde_json::Value::Null) => at,
         Some(serde_json::Value::Number(n)) => n.as_f64(),
@@ -490,8 +544,8 @@ fn parse_jsonl(
         }
         Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
     };
-    Ok((
-        line.content,
+    Ok(JsonOp::Insert(
+        content,
         InsertOptions {
             importance: line.importance.unwrap_or(importance),
             project: line.project.or(project),

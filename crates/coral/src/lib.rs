@@ -39,7 +39,7 @@ pub use config::{
     ThreadsConfig,
 };
 pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
-pub use coral_embed::{Embedder, HashEmbedder};
+pub use coral_embed::{Embedder, HashEmbedder, item_id};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
