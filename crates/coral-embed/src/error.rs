@@ -18,6 +18,22 @@ pub enum Error {
         /// What went wrong and what to do about it.
         detail: String,
     },
+    /// An embedding model's files were not found.
+    #[error("embedding model {model} {detail}")]
+    ModelNotFound {
+        /// The model's hub id.
+        model: String,
+        /// Where it was looked for and how to install it.
+        detail: String,
+        /// Every place looked at.
+        looked: Vec<crate::model::Looked>,
+    },
+    /// The ONNX runtime library could not be found or loaded.
+    #[error("ONNX runtime: {detail}")]
+    Runtime {
+        /// Where it was looked for, what failed, and how to fix it.
+        detail: String,
+    },
 }
 
 /// `Result` with this crate's [`Error`] as the default error type.

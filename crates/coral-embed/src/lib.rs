@@ -1,8 +1,11 @@
 //! Text features and embedders for Coral: the tokeniser, token hashes and 2048-bit token
-//! bitmaps, content ids, and the [`Embedder`] interface with its built-in [`HashEmbedder`].
+//! bitmaps, content ids, and the [`Embedder`] interface with its built-in [`HashEmbedder`],
+//! the ONNX sentence-transformer embedder (`OnnxEmbedder`, feature `onnx`) and the
+//! [`BatchingEmbedder`] that lets concurrent callers share one model call.
 //!
-//! This crate does no I/O and knows nothing of storage or scoring: it turns text into tokens,
-//! hashes and vectors.
+//! This crate knows nothing of storage or scoring: it turns text into tokens, hashes and
+//! vectors. Its only I/O is finding and reading model files ([`find_model`]) and the ONNX
+//! runtime library ([`find_runtime`]).
 //!
 //! ```
 //! use coral_embed::{Embedder, HashEmbedder, item_id, text_features, tokenize};
@@ -19,16 +22,32 @@
 //! # Ok::<(), coral_embed::Error>(())
 //! ```
 
+mod batch;
 mod embedder;
 mod error;
 mod features;
 mod hash_embedder;
 mod id;
+mod model;
+#[cfg(any(feature = "onnx", feature = "onnx-download"))]
+mod onnx;
+mod onnx_runtime;
 mod tokenize;
 
+pub use batch::{BatchStats, BatchingEmbedder};
 pub use embedder::Embedder;
 pub use error::{Error, Result};
 pub use features::{TextFeatures, bitmap_of, text_features, token_hash};
 pub use hash_embedder::{HashEmbedder, hash_embed_into};
 pub use id::{item_id, token_count};
+pub use model::{
+    InstalledModel, Looked, MODELS, ModelFiles, ModelSearch, ModelSpec, Pooling, find_model,
+    hub_cache_from_env, hub_id, hub_repo_dir, installed_models, model_spec, snapshots,
+};
+#[cfg(any(feature = "onnx", feature = "onnx-download"))]
+pub use onnx::{OnnxEmbedder, OnnxOptions};
+pub use onnx_runtime::{RUNTIME_FIX, RuntimeSearch, find_runtime, library_in};
+
+/// True when this build can run ONNX models (feature `onnx` or `onnx-download`).
+pub const ONNX_SUPPORT: bool = cfg!(any(feature = "onnx", feature = "onnx-download"));
 pub use tokenize::tokenize;

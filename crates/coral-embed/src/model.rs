@@ -1,0 +1,516 @@
+//! Sentence-transformer models: the built-in table and where a model's files are looked for.
+//!
+//! A model directory holds `model.onnx` (or `onnx/model.onnx`, the hub's layout) and
+//! `tokenizer.json`. It is looked for in `embedding.model_path`, then `$CORAL_MODEL_DIR/<name>`,
+//! then the Hugging Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
+//! `~/.cache/huggingface/hub`) under `models--org--name/snapshots/*/`.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// How token rows become one sentence vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pooling {
+    /// Mean of the rows where the attention mask is 1 (includes `[CLS]` and `[SEP]`).
+    Mean,
+    /// The first row (`[CLS]`).
+    Cls,
+}
+
+impl Pooling {
+    /// Parses `"mean"` or `"cls"` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Pooling> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "mean" => Some(Pooling::Mean),
+            "cls" => Some(Pooling::Cls),
+            _ => None,
+        }
+    }
+
+    /// `"mean"` or `"cls"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pooling::Mean => "mean",
+            Pooling::Cls => "cls",
+        }
+    }
+}
+
+/// A model Coral knows: its hub id, short name, output dim, pooling and maximum input length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// Hugging Face hub id, `org/name`.
+    pub id: &'static str,
+    /// The name without the organisation, accepted wherever a model name is.
+    pub short: &'static str,
+    /// Length of the sentence vector.
+    pub dim: usize,
+    /// Pooling of the token rows.
+    pub pooling: Pooling,
+    /// Inputs are truncated to this many tokens (sentence-transformers' `max_seq_length`).
+    pub max_length: usize,
+    /// What the model is for, for `coral model list`.
+    pub about: &'static str,
+}
+
+/// The models supported out of the box (SPEC 9.2).
+pub const MODELS: &[ModelSpec] = &[
+    ModelSpec {
+        id: "sentence-transformers/all-MiniLM-L6-v2",
+        short: "all-MiniLM-L6-v2",
+        dim: 384,
+        pooling: Pooling::Mean,
+        max_length: 256,
+        about: "English (the default)",
+    },
+    ModelSpec {
+        id: "BAAI/bge-small-zh-v1.5",
+        short: "bge-small-zh-v1.5",
+        dim: 512,
+        pooling: Pooling::Cls,
+        max_length: 512,
+        about: "Chinese",
+    },
+];
+
+/// The table entry for a hub id or short name (case-insensitive), if Coral knows the model.
+pub fn model_spec(name: &str) -> Option<&'static ModelSpec> {
+    let name = name.trim();
+    MODELS
+        .iter()
+        .find(|m| m.id.eq_ignore_ascii_case(name) || m.short.eq_ignore_ascii_case(name))
+}
+
+/// The hub id for a name: the table's id for a known short name, the name itself otherwise.
+pub fn hub_id(name: &str) -> &str {
+    model_spec(name).map_or(name.trim(), |m| m.id)
+}
+
+/// Where to look for a model's files. [`ModelSearch::from_env`] fills it from the environment;
+/// tests build it directly.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelSearch {
+    /// `embedding.model_path`: when set, the only place looked at.
+    pub model_path: Option<PathBuf>,
+    /// `$CORAL_MODEL_DIR`.
+    pub model_dir: Option<PathBuf>,
+    /// The Hugging Face hub cache directory (the one holding `models--org--name`).
+    pub hub_cache: Option<PathBuf>,
+}
+
+impl ModelSearch {
+    /// `model_path` (empty = none) plus `$CORAL_MODEL_DIR` and the Hugging Face cache from the
+    /// environment.
+    pub fn from_env(model_path: Option<PathBuf>) -> ModelSearch {
+        ModelSearch {
+            model_path: model_path.filter(|p| !p.as_os_str().is_empty()),
+            model_dir: env_path("CORAL_MODEL_DIR"),
+            hub_cache: hub_cache_from_env(),
+        }
+    }
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The Hugging Face hub cache: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else
+/// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+pub fn hub_cache_from_env() -> Option<PathBuf> {
+    if let Some(p) = env_path("HF_HUB_CACHE") {
+        return Some(p);
+    }
+    if let Some(p) = env_path("HF_HOME") {
+        return Some(p.join("hub"));
+    }
+    if let Some(p) = env_path("XDG_CACHE_HOME") {
+        return Some(p.join("huggingface/hub"));
+    }
+    env_path("HOME").map(|h| h.join(".cache/huggingface/hub"))
+}
+
+/// The cache directory of one hub repository: `<hub_cache>/models--org--name`.
+pub fn hub_repo_dir(hub_cache: &Path, id: &str) -> PathBuf {
+    hub_cache.join(format!("models--{}", id.replace('/', "--")))
+}
+
+/// The files of an installed model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The model directory.
+    pub dir: PathBuf,
+    /// `model.onnx` (or `onnx/model.onnx`).
+    pub onnx: PathBuf,
+    /// `tokenizer.json`.
+    pub tokenizer: PathBuf,
+    /// Where it was found, e.g. `"embedding.model_path"`.
+    pub source: &'static str,
+}
+
+impl ModelFiles {
+    /// The files in `dir`, if it holds both.
+    pub fn in_dir(dir: &Path, source: &'static str) -> Option<ModelFiles> {
+        let tokenizer = dir.join("tokenizer.json");
+        let onnx = ["model.onnx", "onnx/model.onnx"]
+            .iter()
+            .map(|f| dir.join(f))
+            .find(|p| p.is_file())?;
+        tokenizer.is_file().then(|| ModelFiles {
+            dir: dir.to_path_buf(),
+            onnx,
+            tokenizer,
+            source,
+        })
+    }
+
+    /// Pooling for this model: the table's, else the directory's sentence-transformers
+    /// `1_Pooling/config.json`. `None` when neither says.
+    pub fn pooling(&self, name: &str) -> Option<Pooling> {
+        if let Some(spec) = model_spec(name) {
+            return Some(spec.pooling);
+        }
+        let config = read_json(&self.dir.join("1_Pooling/config.json"))?;
+        let flag = |key: &str| config.get(key).and_then(serde_json::Value::as_bool) == Some(true);
+        if flag("pooling_mode_cls_token") {
+            Some(Pooling::Cls)
+        } else if flag("pooling_mode_mean_tokens") {
+            Some(Pooling::Mean)
+        } else {
+            None
+        }
+    }
+
+    /// Maximum input length: the table's, else `max_seq_length` from the directory's
+    /// `sentence_bert_config.json`, else 512.
+    pub fn max_length(&self, name: &str) -> usize {
+        if let Some(spec) = model_spec(name) {
+            return spec.max_length;
+        }
+        read_json(&self.dir.join("sentence_bert_config.json"))
+            .and_then(|c| c.get("max_seq_length")?.as_u64())
+            .filter(|&n| n > 0)
+            .map_or(512, |n| n as usize)
+    }
+}
+
+fn read_json(path: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// One place looked at, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Looked {
+    /// What setting or convention the place comes from.
+    pub source: &'static str,
+    /// The directory (a pattern for the hub cache).
+    pub path: String,
+}
+
+/// Find an installed model. `name` is a hub id (`org/name`) or a short name from [`MODELS`].
+/// On failure the error lists every place looked at and how to install the model.
+pub fn find_model(name: &str, search: &ModelSearch) -> Result<ModelFiles> {
+    let (found, looked) = locate(name, search);
+    found.ok_or_else(|| not_found(name, search, looked))
+}
+
+fn locate(name: &str, search: &ModelSearch) -> (Option<ModelFiles>, Vec<Looked>) {
+    let mut looked = Vec::new();
+    if let Some(dir) = &search.model_path {
+        looked.push(Looked {
+            source: "embedding.model_path",
+            path: dir.display().to_string(),
+        });
+        return (ModelFiles::in_dir(dir, "embedding.model_path"), looked);
+    }
+    let id = hub_id(name);
+    if let Some(root) = &search.model_dir {
+        let short = id.rsplit('/').next().unwrap_or(id);
+        let mut dirs = vec![root.join(id)];
+        if short != id {
+            dirs.push(root.join(short));
+        }
+        for dir in dirs {
+            looked.push(Looked {
+                source: "$CORAL_MODEL_DIR",
+                path: dir.display().to_string(),
+            });
+            if let Some(files) = ModelFiles::in_dir(&dir, "$CORAL_MODEL_DIR") {
+                return (Some(files), looked);
+            }
+        }
+    }
+    if let Some(cache) = &search.hub_cache {
+        let repo = hub_repo_dir(cache, id);
+        looked.push(Looked {
+            source: "Hugging Face cache",
+            path: repo.join("snapshots/*").display().to_string(),
+        });
+        if let Some(files) = snapshots(&repo)
+            .into_iter()
+            .find_map(|dir| ModelFiles::in_dir(&dir, "Hugging Face cache"))
+        {
+            return (Some(files), looked);
+        }
+    }
+    (None, looked)
+}
+
+/// Snapshot directories of a cached repository, the one `refs/main` names first, then the
+/// newest.
+pub fn snapshots(repo: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(repo.join("snapshots")) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<(bool, std::time::SystemTime, PathBuf)> = Vec::new();
+    let main = std::fs::read_to_string(repo.join("refs/main")).unwrap_or_default();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let is_main = entry.file_name().to_str() == Some(main.trim());
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        dirs.push((is_main, modified, path));
+    }
+    dirs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    dirs.into_iter().map(|(_, _, p)| p).collect()
+}
+
+fn not_found(name: &str, search: &ModelSearch, looked: Vec<Looked>) -> Error {
+    let id = hub_id(name);
+    let places = looked
+        .iter()
+        .map(|l| format!("{} ({})", l.path, l.source))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let detail = if let Some(dir) = &search.model_path {
+        let missing: Vec<&str> = [
+            ("model.onnx", ["model.onnx", "onnx/model.onnx"].as_slice()),
+            ("tokenizer.json", ["tokenizer.json"].as_slice()),
+        ]
+        .iter()
+        .filter(|(_, files)| !files.iter().any(|f| dir.join(f).is_file()))
+        .map(|(name, _)| *name)
+        .collect();
+        format!(
+            "cannot be loaded: embedding.model_path {} has no {} (it needs model.onnx or onnx/model.onnx, and \
+             tokenizer.json); point it at a directory that holds both, or clear it to use \
+             `coral model fetch {id}`",
+            dir.display(),
+            missing.join(" and ")
+        )
+    } else {
+        format!(
+            "is not installed: looked for model.onnx (or onnx/model.onnx) and tokenizer.json in \
+             {places}; fetch it with `coral model fetch {id}`, or set embedding.model_path to a \
+             directory holding both files, or set embedding.embedder to \"hash\""
+        )
+    };
+    Error::ModelNotFound {
+        model: id.to_string(),
+        detail,
+        looked,
+    }
+}
+
+/// A model found on this machine, for `coral model list`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstalledModel {
+    /// Hub id or directory name.
+    pub name: String,
+    /// The files.
+    pub files: ModelFiles,
+}
+
+/// Every model installed in `$CORAL_MODEL_DIR` (`<dir>/<name>` and `<dir>/<org>/<name>`) and
+/// the Hugging Face cache, plus `model_path` when set.
+pub fn installed_models(search: &ModelSearch) -> Vec<InstalledModel> {
+    let mut out = Vec::new();
+    if let Some(dir) = &search.model_path
+        && let Some(files) = ModelFiles::in_dir(dir, "embedding.model_path")
+    {
+        out.push(InstalledModel {
+            name: dir.display().to_string(),
+            files,
+        });
+    }
+    if let Some(root) = &search.model_dir {
+        for (name, dir) in subdirs(root) {
+            if let Some(files) = ModelFiles::in_dir(&dir, "$CORAL_MODEL_DIR") {
+                out.push(InstalledModel { name, files });
+                continue;
+            }
+            for (inner, dir) in subdirs(&dir) {
+                if let Some(files) = ModelFiles::in_dir(&dir, "$CORAL_MODEL_DIR") {
+                    out.push(InstalledModel {
+                        name: format!("{name}/{inner}"),
+                        files,
+                    });
+                }
+            }
+        }
+    }
+    if let Some(cache) = &search.hub_cache {
+        for (name, repo) in subdirs(cache) {
+            let Some(id) = name.strip_prefix("models--") else {
+                continue;
+            };
+            let id = id.replacen("--", "/", 1);
+            if let Some(files) = snapshots(&repo)
+                .into_iter()
+                .find_map(|dir| ModelFiles::in_dir(&dir, "Hugging Face cache"))
+            {
+                out.push(InstalledModel { name: id, files });
+            }
+        }
+    }
+    out
+}
+
+fn subdirs(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .collect();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model_dir(root: &Path, rel: &str, onnx: &str) -> PathBuf {
+        let dir = root.join(rel);
+        std::fs::create_dir_all(dir.join(onnx).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(onnx), b"onnx").unwrap();
+        std::fs::write(dir.join("tokenizer.json"), b"{}").unwrap();
+        dir
+    }
+
+    #[test]
+    fn table_resolves_short_names_and_ids() {
+        assert_eq!(
+            hub_id("all-minilm-l6-v2"),
+            "sentence-transformers/all-MiniLM-L6-v2"
+        );
+        assert_eq!(hub_id("BAAI/bge-small-zh-v1.5"), "BAAI/bge-small-zh-v1.5");
+        assert_eq!(hub_id("org/other"), "org/other");
+        assert_eq!(
+            model_spec("bge-small-zh-v1.5").unwrap().pooling,
+            Pooling::Cls
+        );
+        assert_eq!(model_spec("all-MiniLM-L6-v2").unwrap().max_length, 256);
+    }
+
+    #[test]
+    fn lookup_order_is_model_path_then_model_dir_then_hub_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let id = "sentence-transformers/all-MiniLM-L6-v2";
+        let cache = root.join("hub");
+        let snap = model_dir(
+            &hub_repo_dir(&cache, id),
+            "snapshots/abc123",
+            "onnx/model.onnx",
+        );
+        let mut search = ModelSearch {
+            model_path: None,
+            model_dir: Some(root.join("models")),
+            hub_cache: Some(cache),
+        };
+        let found = find_model("all-MiniLM-L6-v2", &search).unwrap();
+        assert_eq!(found.dir, snap);
+        assert_eq!(found.onnx, snap.join("onnx/model.onnx"));
+        assert_eq!(found.source, "Hugging Face cache");
+
+        let short = model_dir(root, "models/all-MiniLM-L6-v2", "model.onnx");
+        assert_eq!(find_model(id, &search).unwrap().dir, short);
+        let full = model_dir(root, &format!("models/{id}"), "model.onnx");
+        assert_eq!(find_model(id, &search).unwrap().dir, full);
+
+        let explicit = model_dir(root, "explicit", "model.onnx");
+        search.model_path = Some(explicit.clone());
+        let found = find_model(id, &search).unwrap();
+        assert_eq!(
+            (found.dir, found.source),
+            (explicit, "embedding.model_path")
+        );
+
+        let names: Vec<String> = installed_models(&search)
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(names.contains(&id.to_string()));
+        assert!(names.contains(&"all-MiniLM-L6-v2".to_string()));
+    }
+
+    #[test]
+    fn not_found_names_every_place_and_the_fix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let search = ModelSearch {
+            model_path: None,
+            model_dir: Some(tmp.path().join("models")),
+            hub_cache: Some(tmp.path().join("hub")),
+        };
+        let err = find_model("BAAI/bge-small-zh-v1.5", &search).unwrap_err();
+        let msg = err.to_string();
+        for part in [
+            "models/BAAI/bge-small-zh-v1.5",
+            "models/bge-small-zh-v1.5",
+            "models--BAAI--bge-small-zh-v1.5/snapshots/*",
+            "$CORAL_MODEL_DIR",
+            "Hugging Face cache",
+            "coral model fetch BAAI/bge-small-zh-v1.5",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing from {msg}");
+        }
+    }
+
+    #[test]
+    fn explicit_model_path_names_the_missing_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("tokenizer.json"), b"{}").unwrap();
+        let search = ModelSearch {
+            model_path: Some(tmp.path().to_path_buf()),
+            ..ModelSearch::default()
+        };
+        let msg = find_model("x/y", &search).unwrap_err().to_string();
+        assert!(msg.contains("has no model.onnx"), "{msg}");
+        assert!(!msg.contains("tokenizer.json (it"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_models_read_pooling_and_length_from_their_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = model_dir(tmp.path(), "m", "model.onnx");
+        let files = ModelFiles::in_dir(&dir, "test").unwrap();
+        assert_eq!(files.pooling("org/m"), None);
+        assert_eq!(files.max_length("org/m"), 512);
+        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+        std::fs::write(
+            dir.join("1_Pooling/config.json"),
+            r#"{"word_embedding_dimension": 768, "pooling_mode_cls_token": true,
+               "pooling_mode_mean_tokens": false}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("sentence_bert_config.json"),
+            r#"{"max_seq_length": 128, "do_lower_case": false}"#,
+        )
+        .unwrap();
+        assert_eq!(files.pooling("org/m"), Some(Pooling::Cls));
+        assert_eq!(files.max_length("org/m"), 128);
+        assert_eq!(files.pooling("all-MiniLM-L6-v2"), Some(Pooling::Mean));
+    }
+}
