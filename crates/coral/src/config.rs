@@ -530,17 +530,11 @@ impl Config {
         if r.top_k == 0 {
             p.push("retrieval.top_k = 0 must be at least 1".into());
         }
-        match r.mode.as_str() {
-            "weighted" => {}
-            // Rank fusion needs the BM25 index, which this version does not build yet; refusing
-            // is better than silently searching another way.
-            "rrf" => p.push(
-                "retrieval.mode = \"rrf\" is not available in this version; use \"weighted\""
-                    .into(),
-            ),
-            other => p.push(format!(
-                "retrieval.mode = {other:?} must be \"weighted\" (or, in later versions, \"rrf\")"
-            )),
+        if !matches!(r.mode.as_str(), "weighted" | "rrf") {
+            p.push(format!(
+                "retrieval.mode = {:?} must be \"weighted\" or \"rrf\"",
+                r.mode
+            ));
         }
         if !matches!(s.sync.as_str(), "always" | "interval" | "never") {
             p.push(format!(
@@ -694,11 +688,7 @@ mod tests {
         );
         check(
             r#"{"retrieval": {"mode": "magic"}}"#,
-            &["retrieval.mode", "magic"],
-        );
-        check(
-            r#"{"retrieval": {"mode": "rrf"}}"#,
-            &["retrieval.mode", "not available"],
+            &["retrieval.mode", "magic", "\"rrf\""],
         );
         check(r#"{"memory": {"#, &["line 1"]);
         check("[1]", &["object"]);
@@ -706,6 +696,16 @@ mod tests {
             r#"{"storage": {"warn_ratio": 2, "sync": "sometimes"}}"#,
             &["storage.warn_ratio", "storage.sync"],
         );
+    }
+
+    #[test]
+    fn both_retrieval_modes_are_accepted() {
+        for mode in ["weighted", "rrf"] {
+            let text = format!(r#"{{"retrieval": {{"mode": "{mode}"}}}}"#);
+            let (config, warnings) = Config::from_json(&text).unwrap();
+            assert_eq!(config.retrieval.mode, mode);
+            assert!(warnings.is_empty());
+        }
     }
 
     #[test]

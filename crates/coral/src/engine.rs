@@ -108,6 +108,9 @@ pub struct Scores {
     pub jaccard: f64,
     /// Recency of the memory's creation.
     pub time: f64,
+    /// BM25 of the query's keywords in the memory; reported in `retrieval.mode = "rrf"` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bm25: Option<f64>,
 }
 
 /// One search result.
@@ -229,6 +232,8 @@ pub(crate) struct Engine {
     pub(crate) dedup: HashMap<String, Vec<u64>>,
     /// The last failure to catch up with other processes, if the latest attempt failed.
     pub(crate) sync_error: Option<String>,
+    /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
+    pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
 }
 
 impl Engine {
@@ -243,6 +248,7 @@ impl Engine {
             SyncOutcome::Reloaded => self.dedup.clear(),
             _ => {}
         }
+        self.keywords_after_sync(outcome);
     }
 }
 
@@ -376,6 +382,9 @@ impl Coral {
                 threads.path().display()
             ));
         }
+        // Built now in rrf mode, so the first search does not pay for it.
+        let keywords = (config.retrieval.mode == "rrf")
+            .then(|| crate::keyword_index::KeywordIndex::build(store.pool()));
         let coral = Coral {
             config: arc_swap::ArcSwap::from_pointee(config),
             reloader: None,
@@ -384,6 +393,7 @@ impl Coral {
             embedder,
             notices,
             engine: Mutex::new(Engine {
+                keywords,
                 store,
                 dedup: HashMap::new(),
                 sync_error: None,
@@ -477,9 +487,7 @@ impl Coral {
         if engine.store.get(id).is_none() {
             return Ok(false);
         }
-        engine
-            .store
-            .commit(vec![Record::Delete { id: id.into() }])?;
+        engine.commit(vec![Record::Delete { id: id.into() }])?;
         engine.dedup.remove(id);
         Ok(true)
     }

@@ -276,7 +276,7 @@ impl Coral {
                 summary_id: Some(summary_id.clone()),
                 at: now,
             }));
-            engine.store.commit(records)?;
+            engine.commit(records)?;
             for id in &job.ids {
                 engine.dedup.remove(id);
             }
@@ -373,9 +373,7 @@ impl Coral {
         for id in &ids {
             engine.dedup.remove(id);
         }
-        engine
-            .store
-            .commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
+        engine.commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
         engine.store.checkpoint()?;
         self.governance.update(|g| {
             g.quota_removed += removed;

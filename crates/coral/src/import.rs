@@ -73,7 +73,7 @@ impl Coral {
                 });
             }
             report.imported += records.len();
-            engine.store.commit(records)?;
+            engine.commit(records)?;
             done += chunk.len();
             progress(done, total);
         }

@@ -108,7 +108,7 @@ impl Engine {
             project: new.project,
             extra: Default::default(),
         };
-        self.store.commit(vec![Record::Put {
+        self.commit(vec![Record::Put {
             tier: Tier::Hot,
             item: item.clone(),
             vector: new.vector,

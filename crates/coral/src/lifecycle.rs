@@ -148,7 +148,7 @@ impl Engine {
                 }
             })
             .collect();
-        self.store.commit(records)?;
+        self.commit(records)?;
         Ok(())
     }
 }

@@ -1,13 +1,15 @@
 //! The search path (SPEC 5.1): embed outside the lock, one scoring pass over the whole pool,
-//! top-k, then count each returned hit for heat.
+//! top-k (weighted fusion here, rank fusion with BM25 in `search_rrf`), then count each
+//! returned hit for heat.
 
 use coral_embed::text_features;
-use coral_score::{Query, Weights, scan};
+use coral_score::{Bm25Query, Query, Weights, scan};
 use coral_store::{Record, Tier};
 use roaring::RoaringBitmap;
 
 use crate::engine::{Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now};
 use crate::error::{Error, Result};
+use crate::search_rrf::{Fused, RrfQuery};
 
 impl Coral {
     /// The `top_k` memories most relevant to `query`.
@@ -43,6 +45,8 @@ impl Coral {
             )));
         }
         let features = text_features(query);
+        let rrf = config.retrieval.mode == "rrf";
+        let keywords = rrf.then(|| Bm25Query::from_text(query));
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let project = options
             .project
@@ -51,6 +55,10 @@ impl Coral {
             .filter(|p| !p.is_empty());
 
         let mut engine = self.lock();
+        if !rrf {
+            // Weighted mode needs no keyword index: free it (rrf builds it again).
+            engine.keywords = None;
+        }
         let pool = engine.store.pool();
         let r = &config.retrieval;
         let allow = cold_filter(pool, r.include_cold, config.memory.cold_scan_lines);
@@ -59,30 +67,58 @@ impl Coral {
                 .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
                 .collect::<RoaringBitmap>()
         });
-        let scored = scan(
-            &coral_score::Pool {
-                dim: pool.dim(),
-                vectors: pool.vectors(),
-                bitmaps: pool.bitmaps(),
-                timestamps: pool.timestamps(),
-                tiebreak: pool.tiebreaks(),
-            },
-            &Query {
-                vector: (vector.len() == pool.dim()).then_some(vector.as_slice()),
+        let vector = (vector.len() == pool.dim()).then_some(vector.as_slice());
+        let boost = boosted.as_ref().map(|b| (b, r.project_boost));
+        let scored: Vec<Fused> = match &keywords {
+            Some(keywords) => engine.search_rrf(&RrfQuery {
+                vector,
                 bitmap: &features.bitmap,
+                keywords,
                 now,
                 tau_days: r.tau_days,
-                weights: Weights {
-                    vector: r.weights.vector,
-                    jaccard: r.weights.jaccard,
-                    time: r.weights.time,
-                },
                 min_score,
                 k,
                 allow: allow.as_ref(),
-                boost: boosted.as_ref().map(|b| (b, r.project_boost)),
-            },
-        );
+                boost,
+            }),
+            None => scan(
+                &coral_score::Pool {
+                    dim: pool.dim(),
+                    vectors: pool.vectors(),
+                    bitmaps: pool.bitmaps(),
+                    timestamps: pool.timestamps(),
+                    tiebreak: pool.tiebreaks(),
+                },
+                &Query {
+                    vector,
+                    bitmap: &features.bitmap,
+                    now,
+                    tau_days: r.tau_days,
+                    weights: Weights {
+                        vector: r.weights.vector,
+                        jaccard: r.weights.jaccard,
+                        time: r.weights.time,
+                    },
+                    min_score,
+                    k,
+                    allow: allow.as_ref(),
+                    boost,
+                },
+            )
+            .into_iter()
+            .map(|s| Fused {
+                row: s.row,
+                score: s.score,
+                scores: Scores {
+                    vector: f64::from(s.vector),
+                    jaccard: s.jaccard,
+                    time: s.time,
+                    bm25: None,
+                },
+            })
+            .collect(),
+        };
+        let pool = engine.store.pool();
         let records: Vec<Record> = scored
             .iter()
             .map(|s| {
@@ -109,11 +145,7 @@ impl Coral {
                     item: pool.item(row).clone(),
                     tier: pool.tier(row),
                     score: s.score,
-                    scores: Scores {
-                        vector: f64::from(s.vector),
-                        jaccard: s.jaccard,
-                        time: s.time,
-                    },
+                    scores: s.scores,
                 })
             })
             .collect();

@@ -71,7 +71,7 @@ fn every_key_round_trips_through_set_get_and_reset() {
                 json!(if f > 0.5 { f * 0.9 } else { (f + 0.1) * 0.5 })
             }
             Value::Number(n) => json!(n.as_u64().unwrap() + 1),
-            Value::String(_) if key == "retrieval.mode" => json!("weighted"),
+            Value::String(_) if key == "retrieval.mode" => json!("rrf"),
             Value::String(_) if key == "storage.sync" => json!("always"),
             Value::String(_) => json!("changed-value"),
             other => panic!("{key}: unexpected {other}"),

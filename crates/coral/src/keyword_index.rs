@@ -1,0 +1,456 @@
+//! The BM25 index of the memory pool, kept in step with the store (for `retrieval.mode = "rrf"`).
+//!
+//! Pool rows move whenever an item is removed (the last row is swapped in), so the index keys
+//! documents by a slot of its own, assigned per item id and reused after removal. It follows
+//! the pool through three doors: [`Engine::commit`] (every put, delete and archive this process
+//! makes), [`Engine::keywords_after_sync`] (records other processes wrote), and a fingerprint
+//! check before each use (item count and the wrapping sum of the items' tie-break keys), which
+//! catches any path that bypassed the first two and rebuilds the difference.
+//!
+//! The index is built when a store opens in rrf mode, or at the first rrf search after the mode
+//! is switched on; in weighted mode it costs nothing.
+
+use std::collections::HashMap;
+
+use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK};
+use coral_store::{Pool, Record, tiebreak_key};
+use roaring::RoaringBitmap;
+
+use crate::engine::Engine;
+use crate::error::Result;
+
+/// BM25 over the pool's item contents, by item id.
+#[derive(Debug, Default)]
+pub(crate) struct KeywordIndex {
+    index: Bm25Index,
+    /// Item id -> slot (the document id in `index`).
+    slots: HashMap<String, u32>,
+    /// Per slot: the item id (`None` when free), creation time and tie-break key.
+    docs: Vec<Option<SlotDoc>>,
+    free: Vec<u32>,
+    /// Wrapping sum of the tie-break keys of the indexed ids (see [`KeywordIndex::matches`]).
+    key_sum: u64,
+    /// Times [`KeywordIndex::reconcile`] had to repair the index (0 unless a mutation path
+    /// forgot [`Engine::commit`]; tests assert it stays 0).
+    reconciled: u64,
+}
+
+#[derive(Debug)]
+struct SlotDoc {
+    id: String,
+    timestamp: f64,
+    key: u64,
+}
+
+impl KeywordIndex {
+    /// The index of every item in `pool`.
+    pub(crate) fn build(pool: &Pool) -> KeywordIndex {
+        let mut index = KeywordIndex::default();
+        for row in 0..pool.len() as u32 {
+            index.add(pool, row);
+        }
+        index
+    }
+
+    /// Whether the index holds the same ids as `pool`, by count and by the wrapping sum of
+    /// their tie-break keys: O(pool) additions, no hashing. A mismatch means some change
+    /// reached the store without passing through [`Engine::commit`] or a sync.
+    pub(crate) fn matches(&self, pool: &Pool) -> bool {
+        self.slots.len() == pool.len()
+            && pool
+                .tiebreaks()
+                .iter()
+                .fold(0u64, |sum, &k| sum.wrapping_add(k))
+                == self.key_sum
+    }
+
+    /// Brings `ids` in line with the pool: each is removed, and indexed again if the pool
+    /// holds it.
+    pub(crate) fn sync_ids<'a>(&mut self, pool: &Pool, ids: impl IntoIterator<Item = &'a str>) {
+        for id in ids {
+            self.remove(id);
+            if let Some(row) = pool.row(id) {
+                self.add(pool, row);
+            }
+        }
+    }
+
+    /// Brings the whole index in line with the pool: drops ids the pool no longer has, adds
+    /// the ones it lacks.
+    pub(crate) fn reconcile(&mut self, pool: &Pool) {
+        self.reconciled += 1;
+        let gone: Vec<String> = self
+            .slots
+            .keys()
+            .filter(|id| pool.row(id).is_none())
+            .cloned()
+            .collect();
+        for id in &gone {
+            self.remove(id);
+        }
+        for row in 0..pool.len() as u32 {
+            if !self.slots.contains_key(&pool.item(row).item_id) {
+                self.add(pool, row);
+            }
+        }
+    }
+
+    /// The best `depth` items by BM25 among `allow` (all when `None`), best first; ties rank
+    /// the newer item first, then by tie-break key. Each hit's `row` is a pool row and its
+    /// `score` the BM25 score.
+    pub(crate) fn rank(
+        &self,
+        pool: &Pool,
+        query: &Bm25Query,
+        depth: usize,
+        allow: Option<&RoaringBitmap>,
+    ) -> Vec<Scored> {
+        let mut top = TopK::new(depth);
+        for (slot, score) in self.index.scores(query, Bm25Params::default()) {
+            let Some(doc) = &self.docs[slot as usize] else {
+                continue;
+            };
+            // Only a filtered search needs the row now; otherwise only the winners do.
+            if let Some(allow) = allow
+                && !pool.row(&doc.id).is_some_and(|row| allow.contains(row))
+            {
+                continue;
+            }
+            if score > 0.0 {
+                let hit = Scored {
+                    row: slot,
+                    score,
+                    vector: 0.0,
+                    jaccard: 0.0,
+                    time: 0.0,
+                };
+                top.push_keyed(hit, doc.timestamp, doc.key);
+            }
+        }
+        top.into_sorted_vec()
+            .into_iter()
+            .filter_map(|mut hit| {
+                let doc = self.docs[hit.row as usize].as_ref()?;
+                hit.row = pool.row(&doc.id)?;
+                Some(hit)
+            })
+            .collect()
+    }
+
+    /// The BM25 score of one item (0 when it is not indexed or shares no term).
+    pub(crate) fn score(&self, query: &Bm25Query, id: &str) -> f64 {
+        self.slots.get(id).map_or(0.0, |&slot| {
+            self.index.score(query, Bm25Params::default(), slot)
+        })
+    }
+
+    /// Per item id, its terms and their frequencies: what the index holds, independent of
+    /// slots (for comparing an index kept up to date with a fresh one).
+    #[cfg(test)]
+    pub(crate) fn contents(&self) -> std::collections::BTreeMap<String, Vec<(String, u32)>> {
+        self.slots
+            .iter()
+            .map(|(id, &slot)| {
+                let terms = self.index.doc_terms(slot).unwrap_or_default();
+                let terms = terms.into_iter().map(|(t, f)| (t.to_string(), f)).collect();
+                (id.clone(), terms)
+            })
+            .collect()
+    }
+
+    fn add(&mut self, pool: &Pool, row: u32) {
+        let item = pool.item(row);
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.docs.push(None);
+                (self.docs.len() - 1) as u32
+            }
+        };
+        self.index.insert_text(slot, &item.content);
+        let key = tiebreak_key(&item.item_id);
+        self.key_sum = self.key_sum.wrapping_add(key);
+        self.slots.insert(item.item_id.clone(), slot);
+        self.docs[slot as usize] = Some(SlotDoc {
+            id: item.item_id.clone(),
+            timestamp: item.timestamp,
+            key,
+        });
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some(slot) = self.slots.remove(id) {
+            self.index.remove(slot);
+            if let Some(doc) = self.docs[slot as usize].take() {
+                self.key_sum = self.key_sum.wrapping_sub(doc.key);
+            }
+            self.free.push(slot);
+        }
+    }
+}
+
+impl Engine {
+    /// Commits `records` to the store and keeps the derived keyword index in step. Every
+    /// mutation that may add or remove an item goes through here.
+    pub(crate) fn commit(&mut self, records: Vec<Record>) -> Result<()> {
+        let changed: Vec<String> = match self.keywords {
+            Some(_) => records
+                .iter()
+                .filter(|r| {
+                    !matches!(
+                        r,
+                        Record::Touch { .. } | Record::Importance { .. } | Record::Move { .. }
+                    )
+                })
+                .filter_map(|r| r.id().map(String::from))
+                .collect(),
+            None => Vec::new(),
+        };
+        let result = self.store.commit(records);
+        // Also on failure: the sync looks at what the pool holds, whatever happened.
+        if let Some(keywords) = &mut self.keywords {
+            keywords.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
+        }
+        result?;
+        Ok(())
+    }
+
+    /// Follows records other processes wrote (see `Engine::after_sync`).
+    pub(crate) fn keywords_after_sync(&mut self, outcome: &coral_store::SyncOutcome) {
+        match outcome {
+            coral_store::SyncOutcome::Applied(ids) => {
+                if let Some(keywords) = &mut self.keywords {
+                    keywords.sync_ids(self.store.pool(), ids.iter().map(String::as_str));
+                }
+            }
+            coral_store::SyncOutcome::Reloaded => self.keywords = None,
+            _ => {}
+        }
+    }
+
+    /// Builds the keyword index, or repairs it, so that it matches the pool.
+    pub(crate) fn ensure_keywords(&mut self) {
+        let pool = self.store.pool();
+        match &mut self.keywords {
+            Some(k) if k.matches(pool) => {}
+            Some(k) => k.reconcile(pool),
+            None => self.keywords = Some(KeywordIndex::build(pool)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Config, Coral, HashEmbedder, InsertOptions, SearchOptions};
+
+    const NOW: f64 = 1_775_822_400.0;
+    const DAY: f64 = 86_400.0;
+
+    fn config(dir: &Path, mode: &str) -> Config {
+        let mut config = Config {
+            base_dir: dir.to_path_buf(),
+            ..Config::default()
+        };
+        config.storage.sync = "never".into();
+        config.retrieval.mode = mode.into();
+        // Distinct test texts share words; keep them apart.
+        config.memory.sim_threshold_hot = 0.99;
+        config
+    }
+
+    fn open(dir: &Path, mode: &str) -> Coral {
+        Coral::open_with(config(dir, mode), Arc::new(HashEmbedder::new(64).unwrap())).unwrap()
+    }
+
+    fn insert(coral: &Coral, text: &str, age_days: f64) -> String {
+        let options = InsertOptions {
+            timestamp: Some(NOW - age_days * DAY),
+            now: Some(NOW),
+            ..InsertOptions::default()
+        };
+        coral.insert_with(text, options).unwrap().id().to_string()
+    }
+
+    fn search(coral: &Coral, query: &str, k: usize) -> Vec<(String, f64)> {
+        let options = SearchOptions {
+            top_k: Some(k),
+            now: Some(NOW),
+            ..SearchOptions::default()
+        };
+        let hits = coral.search_with(query, options).unwrap();
+        hits.into_iter()
+            .map(|h| (h.item.item_id, h.score))
+            .collect()
+    }
+
+    /// The index kept up to date by the mutation paths equals one built fresh from the pool,
+    /// and no repair was needed to get there.
+    fn assert_fresh(coral: &Coral) {
+        let engine = coral.lock_raw();
+        let pool = engine.store.pool();
+        let kept = engine.keywords.as_ref().expect("rrf mode keeps an index");
+        assert_eq!(
+            kept.reconciled, 0,
+            "a mutation path bypassed Engine::commit"
+        );
+        assert!(kept.matches(pool));
+        assert_eq!(kept.contents(), KeywordIndex::build(pool).contents());
+        assert_eq!(kept.contents().len(), pool.len());
+    }
+
+    fn texts(n: usize) -> Vec<String> {
+        let topics = [
+            "拿铁咖啡",
+            "爬山看日出",
+            "formal manuals",
+            "火锅 麻辣",
+            "rust code review",
+        ];
+        (0..n)
+            .map(|i| {
+                format!(
+                    "memory {i} about {} number{i} 第{i}条",
+                    topics[i % topics.len()]
+                )
+            })
+            .collect()
+    }
+
+    struct Summarizer;
+
+    impl coral_heat::Llm for Summarizer {
+        fn summarize(&self, texts: &[&str]) -> coral_heat::Result<String> {
+            Ok(format!(
+                "summary of {} memories about 拿铁咖啡",
+                texts.len()
+            ))
+        }
+    }
+
+    #[test]
+    fn follows_insert_delete_evict_distill_import_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open(dir.path(), "rrf");
+        assert_fresh(&coral);
+        let ids: Vec<String> = texts(40)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| insert(&coral, t, i as f64 * 0.1))
+            .collect();
+        assert_fresh(&coral);
+
+        assert!(coral.delete(&ids[3]).unwrap());
+        assert!(coral.delete(&ids[39]).unwrap());
+        coral.mark_important(&ids[5], 0.9).unwrap();
+        assert_fresh(&coral);
+        assert!(search(&coral, "number3", 10).iter().all(|h| h.0 != ids[3]));
+
+        // Old items age out of the hot tier; similar ones distil into one summary.
+        for i in 0..4 {
+            insert(&coral, &format!("用户喜欢喝冰镇拿铁咖啡 第{i}次"), 30.0);
+        }
+        assert_fresh(&coral);
+        assert!(coral.distill_with(&Summarizer, NOW).unwrap() > 0);
+        assert_fresh(&coral);
+        let top = coral
+            .search_with(
+                "summary",
+                SearchOptions {
+                    top_k: Some(1),
+                    now: Some(NOW),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(top[0].item.content.starts_with("summary of"));
+
+        // A lower capacity evicts at once.
+        let mut lower = coral.config().as_ref().clone();
+        lower.memory.capacity_threshold = 12;
+        coral.set_config(lower).unwrap();
+        assert!(coral.stats().total <= 12 + 1);
+        assert_fresh(&coral);
+
+        // Import from another directory's compatible files.
+        let other_dir = tempfile::tempdir().unwrap();
+        let other = open(other_dir.path(), "weighted");
+        insert(&other, "imported memory about sailing 航海", 1.0);
+        insert(&other, "imported memory about chess 国际象棋", 1.0);
+        other.close().unwrap();
+        let source = config(other_dir.path(), "weighted").store_paths().dir;
+        let report = coral.import_python_dir(&source, |_, _| {}).unwrap();
+        assert_eq!(report.imported, 2);
+        assert_fresh(&coral);
+        assert_eq!(search(&coral, "航海", 1).len(), 1);
+
+        let before = search(&coral, "拿铁咖啡 rust review", 8);
+        coral.close().unwrap();
+        let coral = open(dir.path(), "rrf");
+        assert_fresh(&coral);
+        let after = search(&coral, "拿铁咖啡 rust review", 8);
+        assert_eq!(
+            before.iter().map(|h| &h.0).collect::<Vec<_>>(),
+            after.iter().map(|h| &h.0).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn follows_other_processes_and_repairs_a_bypass() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = open(dir.path(), "rrf");
+        let b = open(dir.path(), "rrf");
+        let x = insert(&b, "written by b about 帆船 sailing", 1.0);
+        assert_eq!(search(&a, "帆船", 5)[0].0, x);
+        assert_fresh(&a);
+        assert!(b.delete(&x).unwrap());
+        // a catches up at its next call (the lock), before any search.
+        assert_fresh(&a);
+        assert!(search(&a, "帆船", 5).is_empty());
+
+        // A checkpoint by b makes a reload everything: the index is rebuilt on demand.
+        insert(&b, "another one 冲浪 surfing", 1.0);
+        b.flush().unwrap();
+        let found = search(&a, "冲浪", 5);
+        assert_eq!(found.len(), 1);
+        assert_fresh(&a);
+
+        // A change that skips Engine::commit is caught by the fingerprint and repaired.
+        let id = found[0].0.clone();
+        {
+            let mut engine = a.lock_raw();
+            engine.store.commit(vec![Record::Delete { id }]).unwrap();
+            let pool = engine.store.pool();
+            assert!(!engine.keywords.as_ref().unwrap().matches(pool));
+        }
+        assert!(search(&a, "冲浪", 5).is_empty());
+        let engine = a.lock_raw();
+        let kept = engine.keywords.as_ref().unwrap();
+        assert_eq!(kept.reconciled, 1);
+        assert_eq!(
+            kept.contents(),
+            KeywordIndex::build(engine.store.pool()).contents()
+        );
+    }
+
+    #[test]
+    fn weighted_mode_keeps_no_index_and_rrf_builds_it_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open(dir.path(), "weighted");
+        insert(&coral, "用户喜欢喝冰镇拿铁咖啡", 1.0);
+        assert!(coral.lock_raw().keywords.is_none());
+        let mut rrf = coral.config().as_ref().clone();
+        rrf.retrieval.mode = "rrf".into();
+        coral.set_config(rrf).unwrap();
+        assert_eq!(search(&coral, "拿铁", 1).len(), 1);
+        assert_fresh(&coral);
+        let mut weighted = coral.config().as_ref().clone();
+        weighted.retrieval.mode = "weighted".into();
+        coral.set_config(weighted).unwrap();
+        search(&coral, "拿铁", 1);
+        assert!(coral.lock_raw().keywords.is_none());
+    }
+}

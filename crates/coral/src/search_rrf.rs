@@ -1,0 +1,128 @@
+//! `retrieval.mode = "rrf"` (SPEC 5.1): the pool ranked by vector, by bitmap Jaccard and by
+//! BM25 separately, the rankings fused by reciprocal rank.
+//!
+//! One pass over the pool's vectors and bitmaps fills the vector and Jaccard top-`depth` lists
+//! (`coral_score::rank_lists`); the BM25 list comes from the inverted index, which only walks
+//! the postings of the query's terms. Each list keeps rows with a positive score only, so a row
+//! that shares nothing with the query gets no vote. `depth` is [`RRF_DEPTH`] (or `top_k` if
+//! larger): a row ranked below 100 in a list would add less than 1/160 to its fused score,
+//! under half of a first place, and cutting there keeps fusion O(depth).
+//!
+//! Fused score: `Σ 1 / (RRF_K + rank)` over the lists a row is in (1-based ranks), times
+//! `1 + retrieval.project_boost` for items of the query's project and shared items. The boost
+//! multiplies because fused scores are small (at most 3/61): the weighted mode's additive
+//! 0.15 would put every project item above every other, whereas ×1.15 lets it win close calls,
+//! as in weighted mode. `retrieval.min_score` applies to the fused score; the time term and the
+//! weights play no part in the ranking. Ties rank the newer item first, then by id.
+
+use coral_score::{
+    Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot, rank_lists, time_decay,
+};
+use roaring::RoaringBitmap;
+
+use crate::engine::{Engine, Scores};
+
+/// The reciprocal-rank constant (SPEC 5.1).
+pub const RRF_K: f64 = 60.0;
+
+/// Length of each ranking before fusion (at least `top_k`).
+pub const RRF_DEPTH: usize = 100;
+
+/// What an rrf search looks for.
+pub(crate) struct RrfQuery<'a> {
+    pub(crate) vector: Option<&'a [f32]>,
+    pub(crate) bitmap: &'a Bitmap,
+    pub(crate) keywords: &'a Bm25Query,
+    pub(crate) now: f64,
+    pub(crate) tau_days: f64,
+    pub(crate) min_score: f64,
+    pub(crate) k: usize,
+    pub(crate) allow: Option<&'a RoaringBitmap>,
+    pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
+}
+
+/// One fused hit: pool row, fused score, components.
+pub(crate) struct Fused {
+    pub(crate) row: u32,
+    pub(crate) score: f64,
+    pub(crate) scores: Scores,
+}
+
+impl Engine {
+    /// The best `query.k` rows by reciprocal-rank fusion, best first.
+    pub(crate) fn search_rrf(&mut self, query: &RrfQuery) -> Vec<Fused> {
+        let depth = RRF_DEPTH.max(query.k);
+        // Build or repair the index first: it borrows the engine mutably.
+        self.ensure_keywords();
+        let Some(keywords) = self.keywords.as_ref() else {
+            return Vec::new();
+        };
+        let pool = self.store.pool();
+        let score_pool = coral_score::Pool {
+            dim: pool.dim(),
+            vectors: pool.vectors(),
+            bitmaps: pool.bitmaps(),
+            timestamps: pool.timestamps(),
+            tiebreak: pool.tiebreaks(),
+        };
+        let vector = query.vector.filter(|v| v.len() == pool.dim());
+        let lists = rank_lists(
+            &score_pool,
+            &ListQuery {
+                vector,
+                bitmap: query.bitmap,
+                now: query.now,
+                tau_days: query.tau_days,
+                depth,
+                allow: query.allow,
+            },
+        );
+        let bm25 = keywords.rank(pool, query.keywords, depth, query.allow);
+        let rows = |list: &[Scored]| list.iter().map(|h| h.row).collect::<Vec<u32>>();
+        let fused = coral_score::rrf(
+            &[&rows(&lists.vector), &rows(&lists.jaccard), &rows(&bm25)],
+            RRF_K,
+        );
+
+        let mut top = TopK::new(query.k);
+        for (row, mut score) in fused {
+            if let Some((set, amount)) = query.boost
+                && set.contains(row)
+            {
+                score *= 1.0 + amount;
+            }
+            if score >= query.min_score {
+                let hit = Scored {
+                    row,
+                    score,
+                    vector: 0.0,
+                    jaccard: 0.0,
+                    time: 0.0,
+                };
+                let r = row as usize;
+                top.push_keyed(hit, pool.timestamps()[r], pool.tiebreaks()[r]);
+            }
+        }
+        top.into_sorted_vec()
+            .into_iter()
+            .map(|hit| {
+                let r = hit.row as usize;
+                let bm25 = match bm25.iter().find(|b| b.row == hit.row) {
+                    Some(b) => b.score,
+                    None => keywords.score(query.keywords, &pool.item(hit.row).item_id),
+                };
+                let vector = vector.map_or(0.0, |q| f64::from(dot(q, pool.vector(hit.row))));
+                Fused {
+                    row: hit.row,
+                    score: hit.score,
+                    scores: Scores {
+                        vector,
+                        jaccard: bitmap_jaccard(query.bitmap, &pool.bitmaps()[r]),
+                        time: time_decay(query.now - pool.timestamps()[r], query.tau_days),
+                        bm25: Some(bm25),
+                    },
+                }
+            })
+            .collect()
+    }
+}
