@@ -12,10 +12,12 @@
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
 //! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks (SPEC 12),
 //!   written to `target/coral-bench/scenarios.json`.
+//! - `fuzz`: run every cargo-fuzz target in `fuzz/` (`--seconds N`, default 60).
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
 mod clients;
 mod deps;
+mod fuzz;
 mod scenarios;
 mod servers;
 mod stress;
@@ -48,6 +50,7 @@ fn main() -> Result<()> {
         }
         "bench-servers" => servers::run(&root()),
         "scenarios" => scenarios::run(&root(), &args[1..]),
+        "fuzz" => fuzz::run(&root(), &args[1..]),
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -72,6 +75,7 @@ fn print_help() {
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
+         fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
     );
 }

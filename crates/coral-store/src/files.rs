@@ -139,6 +139,11 @@ pub fn read_item_array(path: &Path) -> Result<Loaded> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
         Err(e) => return Err(e).at(path),
     };
+    parse_item_array(&bytes, path)
+}
+
+/// [`read_item_array`] on bytes already read; `path` only names the file in errors.
+pub fn parse_item_array(bytes: &[u8], path: &Path) -> Result<Loaded> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Loaded::default());
     }
@@ -182,6 +187,11 @@ pub fn read_item_lines(path: &Path) -> Result<Loaded> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
         Err(e) => return Err(e).at(path),
     };
+    Ok(parse_item_lines(&bytes, path))
+}
+
+/// [`read_item_lines`] on bytes already read; `path` only names the file in reports.
+pub fn parse_item_lines(bytes: &[u8], path: &Path) -> Loaded {
     let mut out = Loaded::default();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -201,7 +211,7 @@ pub fn read_item_lines(path: &Path) -> Result<Loaded> {
             }),
         }
     }
-    Ok(out)
+    out
 }
 
 /// Read the vector index: a JSON array of ids. `Ok(None)` when the file does not exist.

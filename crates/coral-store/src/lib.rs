@@ -50,7 +50,9 @@ mod pool;
 mod store;
 
 pub use error::{Error, Result};
-pub use files::{Skipped, StorePaths, read_item_lines, write_atomic};
+pub use files::{
+    Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
+};
 pub use item::{Item, PythonCompact, Tier, to_python_line};
 pub use journal::{Damage, Record, Scan, SyncPolicy, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};

@@ -50,3 +50,9 @@ pub use model::{
 };
 pub use set::INTERRUPT_PREFIX;
 pub use store::{Clock, StoreCounters, StoreOptions, ThreadStore};
+
+/// Parse the bytes of a threads file (the original's array or dict form) and count the threads
+/// it holds. For fuzzing and diagnostics: bad bytes give an error, never a panic.
+pub fn parse_threads_file(bytes: &[u8]) -> Result<usize> {
+    codec::parse(bytes, std::path::Path::new("coral_threads.json")).map(|set| set.len())
+}
