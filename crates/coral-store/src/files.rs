@@ -362,3 +362,36 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
+
+#[cfg(test)]
+mod parser_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every non-blank line of a cold file is either an item or a kept entry: nothing is
+        /// silently dropped, whatever the bytes.
+        #[test]
+        fn cold_lines_are_never_dropped(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let loaded = parse_item_lines(&bytes, Path::new("c.jsonl"));
+            let non_blank = bytes
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+                .count();
+            prop_assert_eq!(loaded.items.len() + loaded.skipped.len(), non_blank);
+            let again = encode_item_lines(loaded.items.iter(), &loaded.skipped);
+            let reloaded = parse_item_lines(&again, Path::new("c.jsonl"));
+            prop_assert_eq!(reloaded.items.len(), loaded.items.len());
+        }
+
+        #[test]
+        fn warm_arrays_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            if let Ok(loaded) = parse_item_array(&bytes, Path::new("w.json")) {
+                let again = encode_item_array(loaded.items.iter(), &loaded.skipped);
+                let reloaded = parse_item_array(&again, Path::new("w.json")).unwrap();
+                prop_assert_eq!(reloaded.items.len(), loaded.items.len());
+                prop_assert_eq!(reloaded.skipped.len(), loaded.skipped.len());
+            }
+        }
+    }
+}
