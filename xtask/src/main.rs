@@ -21,6 +21,7 @@ mod fuzz;
 mod scenarios;
 mod servers;
 mod stress;
+mod writers;
 mod stress_threads;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,7 @@ fn main() -> Result<()> {
         "bench-servers" => servers::run(&root()),
         "scenarios" => scenarios::run(&root(), &args[1..]),
         "fuzz" => fuzz::run(&root(), &args[1..]),
+        "bench-writers" => writers::run(&root()),
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -75,6 +77,7 @@ fn print_help() {
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
+         bench-writers  1 vs 2 vs 4 processes inserting into one directory\n  \
          fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
     );
@@ -114,6 +117,8 @@ fn ci() -> Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).
+    fuzz::run(&root(), &["--seconds".to_string(), "5".to_string()])?;
     eprintln!("xtask ci: all checks passed");
     Ok(())
 }

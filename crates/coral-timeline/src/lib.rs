@@ -1,4 +1,98 @@
-//! The MemCore timeline: turns, tool calls, settlement and navigation.
+//! The MemCore timeline (SPEC 11, part 1): turns and tool calls in one SQLite file, terminal
+//! settlement of long tool results into reload cards, the model-visible history, and read-back
+//! by id (`open_memory`) or by time (`read_timeline`).
 //!
-//! This crate is a placeholder in the dependency graph; its implementation lands with the
-//! timeline issues. It may depend on `coral-score` only.
+//! Everything lives in a [`Namespace`]: the hard key `(tenant_id, user_id, domain_id)` that no
+//! query crosses, the conversation (the default read scope) and a soft actor tag. A turn begins
+//! with its stimuli, collects actions (tool calls) and observations (their results) paired by
+//! correlation id, and ends with [`Timeline::complete_turn`] or [`Timeline::abort_turn`]. When
+//! it ends under [`Policy::CompactAfterTerminal`], every result of at least 256 bytes whose
+//! card takes at most half of it is shown as a reload card from then on; the body stays, and
+//! `open_memory(memory_id, view = content)` returns it byte for byte.
+//!
+//! Time is a parameter (`now`, Unix seconds) of every call that writes.
+//!
+//! ```
+//! use coral_timeline::{
+//!     BeginTurn, CompleteTurn, HistoryFormat, Namespace, OpenRequest, ReadStatus, Timeline,
+//!     ToolExchange, View,
+//! };
+//! use serde_json::json;
+//!
+//! let timeline = Timeline::open_in_memory()?;
+//! let ns = Namespace::new("u_001", "c_001");
+//! let now = 1_775_779_200.0; // 2026-04-10 08:00 in Shanghai
+//!
+//! let turn = timeline.begin_turn(&ns, &BeginTurn::user("查一下今天北京的天气"), now)?;
+//! let page = "北京今天 25°C，晴。".repeat(100); // a long search result
+//! let refs = timeline.record_tool_exchange(
+//!     &ns,
+//!     &turn.turn_id,
+//!     &ToolExchange {
+//!         tool_name: "web_search".into(),
+//!         call_id: "call_001".into(),
+//!         input: json!({"query": "北京今天天气"}),
+//!         result: page.clone(),
+//!         ..ToolExchange::default()
+//!     },
+//!     now + 1.0,
+//! )?;
+//! let done = timeline.complete_turn(&ns, &turn.turn_id, &CompleteTurn::answer("晴，25°C。"), now + 2.0)?;
+//! assert_eq!(done.turn.settlement.as_ref().unwrap().folded, 1);
+//!
+//! // Later requests carry the card, not the page.
+//! let history = timeline.history(&ns, HistoryFormat::OpenAi)?;
+//! let tool_message = history.messages[2]["content"].as_str().unwrap();
+//! assert!(tool_message.starts_with("[compact_reloadable]"));
+//! assert!(history.tokens.saved > 0);
+//!
+//! // The card names the call that brings the page back, exactly.
+//! let opened = timeline.open_memory(
+//!     &ns,
+//!     &refs.result.source_id,
+//!     &OpenRequest { view: View::Content, ..OpenRequest::default() },
+//! );
+//! assert_eq!(opened.status, ReadStatus::Ok);
+//! assert_eq!(opened.memory.unwrap().content.unwrap(), page);
+//! # Ok::<(), coral_timeline::Error>(())
+//! ```
+
+mod cursor;
+mod entry;
+mod error;
+mod history;
+mod metrics;
+mod namespace;
+mod owner;
+mod read;
+mod schema;
+mod settle;
+mod timeline;
+mod turns;
+mod tz;
+
+pub use entry::{
+    EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
+    tool_segment,
+};
+pub use error::{Error, Result};
+pub use history::{History, HistoryFormat, HistoryTokens};
+pub use metrics::Metrics;
+pub use namespace::{DEFAULT_ID, MAX_ID_CHARS, Namespace};
+pub use owner::Owner;
+pub use read::{
+    DEFAULT_ANCHOR_TURNS, Detail, EntryView, MAX_ANCHOR_TURNS, OpenRequest, OpenResult,
+    OpenedMemory, Projection, ReadRequest, ReadResult, ReadStatus, TimeRange, UnitView, View,
+    with_ok,
+};
+pub use schema::SCHEMA_VERSION;
+pub use settle::{
+    CardFields, Classification, MIN_SETTLE_BYTES, Policy, classify, estimate_tokens, reload_card,
+    sha256_hex,
+};
+pub use timeline::{Durability, Options, Timeline};
+pub use turns::{
+    BeginTurn, Closed, CompleteTurn, ExchangeRefs, MAX_STIMULI, Recovered, SettledResult,
+    SettlementReport, ToolExchange, TurnHandle, TurnStatus, TurnView,
+};
+pub use tz::{Period, date_header, date_label, minute_label, parse_instant, parse_zone};

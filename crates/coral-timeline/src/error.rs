@@ -1,0 +1,80 @@
+//! The timeline's error type: what a write was refused for, or what the database did wrong.
+
+use std::path::PathBuf;
+
+/// Everything a [`crate::Timeline`] write can fail with. A refused write changed nothing: every
+/// check runs before or inside the one transaction of the operation, which is rolled back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The caller passed something unusable (bad kind, empty text, bad id, bad time zone).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// No turn with this id in the caller's namespace and conversation. A turn of another
+    /// namespace is reported the same way, so ids never reveal what others stored.
+    #[error("no turn {0:?} in this namespace and conversation; begin_turn returns the turn id")]
+    UnknownTurn(String),
+    /// The turn is completed or aborted and takes no more entries.
+    #[error("turn {turn_id:?} is {status}; it takes no more entries (begin a new turn)")]
+    TurnClosed {
+        /// The turn.
+        turn_id: String,
+        /// `completed` or `aborted`.
+        status: String,
+    },
+    /// `complete_turn` while some actions still lack their observation.
+    #[error(
+        "turn {turn_id:?} still waits for the result of {}: record each observation \
+         (or abort the turn) before completing it",
+        pending.join(", ")
+    )]
+    PendingActions {
+        /// The turn.
+        turn_id: String,
+        /// Correlation ids of the actions without a result.
+        pending: Vec<String>,
+    },
+    /// The write contradicts what is stored: a duplicate correlation id, a source id already
+    /// used by a different entry, a retry that differs from the first call.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database file is not a timeline this build can use (newer schema, not SQLite).
+    #[error("timeline database {}: {detail}", path.display())]
+    Corrupted {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        detail: String,
+    },
+    /// SQLite failed (I/O, locking, full disk).
+    #[error("timeline database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl Error {
+    /// A short machine-readable code for transports: `invalid_input`, `unknown_turn`,
+    /// `turn_closed`, `pending_actions`, `conflict`, `corrupted` or `storage`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidInput(_) => "invalid_input",
+            Error::UnknownTurn(_) => "unknown_turn",
+            Error::TurnClosed { .. } => "turn_closed",
+            Error::PendingActions { .. } => "pending_actions",
+            Error::Conflict(_) => "conflict",
+            Error::Corrupted { .. } => "corrupted",
+            Error::Sqlite(_) => "storage",
+        }
+    }
+
+    /// True when the caller's input (not the storage) was at fault.
+    pub fn is_caller_error(&self) -> bool {
+        !matches!(self, Error::Corrupted { .. } | Error::Sqlite(_))
+    }
+}
+
+/// `Result` with the timeline's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T> {
+    Err(Error::InvalidInput(message.into()))
+}

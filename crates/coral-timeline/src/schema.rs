@@ -1,0 +1,147 @@
+//! The database schema and its forward-only migrations, versioned by `PRAGMA user_version`.
+//!
+//! Migration `i` takes the schema from version `i` to `i + 1`. Opening runs the missing ones in
+//! one `BEGIN IMMEDIATE` transaction (so two processes opening a new file at once cannot both
+//! migrate it), and refuses a file whose version is newer than this build knows.
+//!
+//! Every table carries `hard_key` (the namespace's tenant, user and domain as one JSON array),
+//! and every query of this crate filters on it.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::Result;
+
+/// `user_version` of a database this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1: turns, entries (with their settlement), and the cursor secret.
+    r#"
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    ) STRICT;
+
+    CREATE TABLE turns (
+        turn_pk INTEGER PRIMARY KEY,
+        hard_key TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        actor TEXT,
+        status TEXT NOT NULL CHECK (status IN ('open', 'completed', 'aborted')),
+        policy TEXT NOT NULL,
+        timezone TEXT,
+        owner TEXT NOT NULL,
+        unit_seq INTEGER NOT NULL,
+        began_at REAL NOT NULL,
+        last_at REAL NOT NULL,
+        ended_at REAL,
+        end_reason TEXT,
+        final_source_id TEXT,
+        full_tokens INTEGER,
+        settled_tokens INTEGER,
+        UNIQUE (hard_key, turn_id)
+    ) STRICT;
+    CREATE INDEX turns_open ON turns (status) WHERE status = 'open';
+    CREATE INDEX turns_conversation ON turns (hard_key, conversation_id, unit_seq);
+
+    CREATE TABLE entries (
+        entry_pk INTEGER PRIMARY KEY,
+        hard_key TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        seq_no INTEGER NOT NULL,
+        unit_seq INTEGER NOT NULL,
+        unit_ts REAL NOT NULL,
+        source_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        turn_role TEXT NOT NULL,
+        actor TEXT,
+        turn_id TEXT,
+        correlation_id TEXT,
+        tool_name TEXT,
+        status TEXT,
+        ts REAL NOT NULL,
+        text TEXT NOT NULL,
+        payload TEXT,
+        chars INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        settlement TEXT,
+        card TEXT,
+        card_tokens INTEGER,
+        UNIQUE (hard_key, source_id),
+        UNIQUE (hard_key, conversation_id, seq_no)
+    ) STRICT;
+    CREATE INDEX entries_unit ON entries (hard_key, conversation_id, unit_seq, seq_no);
+    CREATE INDEX entries_time ON entries (hard_key, ts);
+    CREATE INDEX entries_turn ON entries (hard_key, turn_id, seq_no) WHERE turn_id IS NOT NULL;
+    "#,
+];
+
+/// Bring `conn` to [`SCHEMA_VERSION`] and return the cursor secret (stored on first open), or
+/// say why the file cannot be used. A file newer than this build is left untouched.
+pub(crate) fn migrate(conn: &mut Connection, fresh_secret: [u8; 32]) -> Result<Migrated> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Ok(Migrated::TooNew(version));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('cursor_secret', ?1)",
+        [&fresh_secret[..]],
+    )?;
+    let stored: Option<Vec<u8>> = tx
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'cursor_secret'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    tx.commit()?;
+    let mut secret = [0u8; 32];
+    match stored {
+        Some(v) if v.len() == 32 => secret.copy_from_slice(&v),
+        _ => return Ok(Migrated::BadSecret),
+    }
+    Ok(Migrated::Ready {
+        from: version,
+        secret,
+    })
+}
+
+pub(crate) enum Migrated {
+    Ready { from: i64, secret: [u8; 32] },
+    TooNew(i64),
+    BadSecret,
+}
+
+/// 32 unpredictable bytes for a new database's secret: the OS random source, mixed with the
+/// clock and the process id in case it is unavailable.
+pub(crate) fn fresh_secret() -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = Sha256::new();
+    let mut buf = [0u8; 32];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        if f.read_exact(&mut buf).is_ok() {
+            hasher.update(buf);
+        }
+    }
+    // std seeds RandomState from the OS on every platform.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    hasher.update(h.finish().to_le_bytes());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    hasher.update(now.to_le_bytes());
+    hasher.finalize().into()
+}

@@ -1,0 +1,327 @@
+//! `Timeline`: the SQLite file, its connection and the shared row helpers.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
+
+use crate::cursor::keyed_digest;
+use crate::error::{Error, Result};
+use crate::owner::Owner;
+use crate::schema::{self, Migrated};
+
+/// How hard a commit waits for the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous = NORMAL`: a commit survives the process being killed; the last commits
+    /// may be lost if the machine loses power (WAL mode keeps the file consistent either way).
+    #[default]
+    Normal,
+    /// `synchronous = FULL`: every commit is on disk before it returns.
+    Full,
+}
+
+/// How to open a timeline.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Commit durability.
+    pub durability: Durability,
+    /// How long a write waits for another process's write transaction.
+    pub busy_timeout: Duration,
+    /// The process recorded as the owner of turns begun through this handle (default: this
+    /// process). Recovery aborts open turns whose owner is no longer running.
+    pub owner: Owner,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::Normal,
+            busy_timeout: Duration::from_secs(5),
+            owner: Owner::current(),
+        }
+    }
+}
+
+/// A timeline database: turns, entries and their settlement, for every namespace.
+///
+/// Every write is one `BEGIN IMMEDIATE` transaction, validated before anything is written, so a
+/// refused or failed call leaves the file as it was. `Timeline` is `Send + Sync`; calls from
+/// several threads are serialised on its connection, and several processes may open the same
+/// file (SQLite's locking, WAL journal).
+pub struct Timeline {
+    conn: Mutex<Connection>,
+    pub(crate) secret: [u8; 32],
+    pub(crate) owner: Owner,
+    path: Option<PathBuf>,
+    migrated_from: i64,
+}
+
+impl std::fmt::Debug for Timeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timeline")
+            .field("path", &self.path)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Timeline {
+    /// Open (or create) the database at `path` with the default [`Options`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Timeline> {
+        Timeline::open_with(path, Options::default())
+    }
+
+    /// Open (or create) the database at `path`.
+    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Timeline> {
+        let path = path.as_ref();
+        let corrupted = |detail: String| Error::Corrupted {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(options.busy_timeout)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(ErrorCode::NotADatabase) => corrupted(
+                    "not an SQLite database; move it away and Coral starts a new timeline".into(),
+                ),
+                _ => Error::Sqlite(e),
+            })?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(corrupted(format!(
+                "cannot switch to WAL journal mode (got {mode}); is the file on a network share?"
+            )));
+        }
+        Timeline::finish_open(conn, Some(path.to_path_buf()), options)
+    }
+
+    /// A timeline in memory (tests, examples); gone when dropped.
+    pub fn open_in_memory() -> Result<Timeline> {
+        Timeline::finish_open(Connection::open_in_memory()?, None, Options::default())
+    }
+
+    fn finish_open(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        options: Options,
+    ) -> Result<Timeline> {
+        let sync = match options.durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let corrupted = |detail: String| Error::Corrupted {
+            path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+            detail,
+        };
+        let (from, secret) = match schema::migrate(&mut conn, schema::fresh_secret()).map_err(
+            |e| match e {
+                Error::Sqlite(ref s) if s.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
+                    corrupted("not an SQLite database".into())
+                }
+                other => other,
+            },
+        )? {
+            Migrated::Ready { from, secret } => (from, secret),
+            Migrated::TooNew(v) => {
+                return Err(corrupted(format!(
+                    "schema version {v} is newer than this build understands ({}); upgrade coral",
+                    schema::SCHEMA_VERSION
+                )));
+            }
+            Migrated::BadSecret => {
+                return Err(corrupted(
+                    "the cursor secret in table meta is damaged (expected 32 bytes)".into(),
+                ));
+            }
+        };
+        Ok(Timeline {
+            conn: Mutex::new(conn),
+            secret,
+            owner: options.owner,
+            path,
+            migrated_from: from,
+        })
+    }
+
+    /// The database file (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The schema version the file had before this open (0 for a new file).
+    pub fn migrated_from(&self) -> i64 {
+        self.migrated_from
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic inside a call drops its transaction (rolled back), so the connection is fine.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` in one `BEGIN IMMEDIATE` transaction; commit on `Ok`, roll back on `Err`.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Run `f` in one read transaction (a consistent snapshot across its queries).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        f(&tx)
+    }
+
+    /// An id nobody can guess or link to another namespace: `prefix-` and 16 hex digits of a
+    /// keyed digest of `parts`.
+    pub(crate) fn make_id(&self, prefix: &str, parts: &[&str]) -> String {
+        format!(
+            "{prefix}-{}",
+            &keyed_digest(&self.secret, &parts.join("\u{1f}"))[..16]
+        )
+    }
+}
+
+/// One stored entry, as the read paths see it.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    pub conversation_id: String,
+    pub seq_no: i64,
+    pub unit_seq: i64,
+    pub unit_ts: f64,
+    pub source_id: String,
+    pub kind: String,
+    pub origin: String,
+    pub turn_role: String,
+    pub actor: Option<String>,
+    pub turn_id: Option<String>,
+    pub correlation_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub status: Option<String>,
+    pub ts: f64,
+    pub text: String,
+    pub payload: Option<String>,
+    pub chars: i64,
+    pub bytes: i64,
+    pub tokens: i64,
+    pub sha256: String,
+    pub settlement: Option<String>,
+    pub card: Option<String>,
+    pub card_tokens: Option<i64>,
+}
+
+/// The columns [`Row::from_sql`] reads, in order.
+pub(crate) const ROW_COLUMNS: &str = "conversation_id, seq_no, unit_seq, unit_ts, source_id, \
+     kind, origin, turn_role, actor, turn_id, correlation_id, tool_name, status, ts, text, \
+     payload, chars, bytes, tokens, sha256, settlement, card, card_tokens";
+
+impl Row {
+    pub(crate) fn from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+        Ok(Row {
+            conversation_id: r.get(0)?,
+            seq_no: r.get(1)?,
+            unit_seq: r.get(2)?,
+            unit_ts: r.get(3)?,
+            source_id: r.get(4)?,
+            kind: r.get(5)?,
+            origin: r.get(6)?,
+            turn_role: r.get(7)?,
+            actor: r.get(8)?,
+            turn_id: r.get(9)?,
+            correlation_id: r.get(10)?,
+            tool_name: r.get(11)?,
+            status: r.get(12)?,
+            ts: r.get(13)?,
+            text: r.get(14)?,
+            payload: r.get(15)?,
+            chars: r.get(16)?,
+            bytes: r.get(17)?,
+            tokens: r.get(18)?,
+            sha256: r.get(19)?,
+            settlement: r.get(20)?,
+            card: r.get(21)?,
+            card_tokens: r.get(22)?,
+        })
+    }
+
+    /// Whether the model-visible form of this entry is its reload card.
+    pub(crate) fn folded(&self) -> bool {
+        self.settlement.as_deref() == Some("compact_reloadable") && self.card.is_some()
+    }
+
+    /// The model-visible text: the card when folded, else the body.
+    pub(crate) fn visible_text(&self) -> &str {
+        match (&self.card, self.folded()) {
+            (Some(card), true) => card,
+            _ => &self.text,
+        }
+    }
+
+    /// Estimated tokens of [`Row::visible_text`].
+    pub(crate) fn visible_tokens(&self) -> u64 {
+        if self.folded() {
+            self.card_tokens.unwrap_or(self.tokens) as u64
+        } else {
+            self.tokens as u64
+        }
+    }
+}
+
+/// Every entry of one unit (a turn, or a standalone entry), in order.
+pub(crate) fn unit_rows(
+    tx: &Transaction<'_>,
+    hard_key: &str,
+    conversation_id: &str,
+    unit_seq: i64,
+) -> Result<Vec<Row>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {ROW_COLUMNS} FROM entries \
+         WHERE hard_key = ?1 AND conversation_id = ?2 AND unit_seq = ?3 ORDER BY seq_no"
+    ))?;
+    let rows = stmt
+        .query_map(
+            rusqlite::params![hard_key, conversation_id, unit_seq],
+            Row::from_sql,
+        )?
+        .collect::<rusqlite::Result<Vec<Row>>>()?;
+    Ok(rows)
+}
+
+/// One entry by source id within the hard key (and the conversation, when given).
+pub(crate) fn find_row(
+    tx: &Transaction<'_>,
+    hard_key: &str,
+    source_id: &str,
+    conversation_id: Option<&str>,
+) -> Result<Option<Row>> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {ROW_COLUMNS} FROM entries WHERE hard_key = ?1 AND source_id = ?2 \
+         AND (?3 IS NULL OR conversation_id = ?3)"
+    ))?;
+    Ok(stmt
+        .query_row(
+            rusqlite::params![hard_key, source_id, conversation_id],
+            Row::from_sql,
+        )
+        .optional()?)
+}
+
+/// The status of a turn within the hard key.
+pub(crate) fn turn_status(
+    tx: &Transaction<'_>,
+    hard_key: &str,
+    turn_id: &str,
+) -> Result<Option<String>> {
+    let mut stmt =
+        tx.prepare_cached("SELECT status FROM turns WHERE hard_key = ?1 AND turn_id = ?2")?;
+    Ok(stmt
+        .query_row(rusqlite::params![hard_key, turn_id], |r| r.get(0))
+        .optional()?)
+}
