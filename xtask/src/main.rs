@@ -13,16 +13,19 @@
 //! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks (SPEC 12),
 //!   written to `target/coral-bench/scenarios.json`.
 //! - `fuzz`: run every cargo-fuzz target in `fuzz/` (`--seconds N`, default 60).
+//! - `eval`: retrieval quality on MADial-Bench zh and en (SPEC 12) for each embedder and
+//!   retrieval mode, written to `target/coral-bench/eval.json`.
 //! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
 
 mod clients;
 mod deps;
+mod eval;
 mod fuzz;
 mod scenarios;
 mod servers;
 mod stress;
-mod writers;
 mod stress_threads;
+mod writers;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,6 +54,7 @@ fn main() -> Result<()> {
         }
         "bench-servers" => servers::run(&root()),
         "scenarios" => scenarios::run(&root(), &args[1..]),
+        "eval" => eval::run(&root(), &args[1..]),
         "fuzz" => fuzz::run(&root(), &args[1..]),
         "bench-writers" => writers::run(&root()),
         "fixtures" => fixtures(),
@@ -77,6 +81,7 @@ fn print_help() {
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
          scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
+         eval         MADial-Bench retrieval recall per embedder and mode -> target/coral-bench/eval.json\n  \
          bench-writers  1 vs 2 vs 4 processes inserting into one directory\n  \
          fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
          fixtures     refresh fixtures/compat from ../shared/upstream-data"
