@@ -130,6 +130,14 @@ pub enum Command {
         /// The Python Coral data directory.
         dir: PathBuf,
     },
+    /// Embedding models: fetch one from the Hugging Face hub, list what is installed.
+    Model {
+        /// What to do with models.
+        #[command(subcommand)]
+        command: crate::model_cmd::ModelCommand,
+    },
+    /// Embed every memory again with the configured embedder (after changing models).
+    Reembed,
     /// Reasoning threads: cross-chat work tracking (needs no lock on the data directory).
     Thread {
         /// What to do with threads.

@@ -34,6 +34,7 @@ mod cli;
 mod config_cmd;
 mod http;
 mod mcp;
+mod model_cmd;
 mod plugin;
 mod thread_cmd;
 mod time;
@@ -297,6 +298,12 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     stats.dim,
                     stats.embedder
                 );
+                if let Some(why) = &stats.embedder_note {
+                    outln!("embedder note: {why}");
+                }
+                if let Some(why) = &stats.vectors_disabled {
+                    outln!("vectors not scored: {why}");
+                }
                 outln!(
                     "disk: {} bytes ({} data + {} vectors){}",
                     disk.total_bytes,
@@ -358,6 +365,8 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         }
         Command::Import { dir } => import(cli, dir),
         Command::Thread { command } => thread_cmd::run(cli, command),
+        Command::Model { command } => model_cmd::run(cli, command),
+        Command::Reembed => model_cmd::reembed(cli),
     }
 }
 

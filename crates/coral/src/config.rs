@@ -103,6 +103,9 @@ pub struct EmbeddingConfig {
     pub model_path: String,
     /// Explicit ONNX runtime library.
     pub ort_library: String,
+    /// Pooling of a model Coral does not know: `"mean"` or `"cls"` (`""` = the model table's,
+    /// else the model directory's `1_Pooling/config.json`).
+    pub pooling: String,
 }
 
 impl Default for EmbeddingConfig {
@@ -114,6 +117,7 @@ impl Default for EmbeddingConfig {
             normalize: true,
             model_path: String::new(),
             ort_library: String::new(),
+            pooling: String::new(),
         }
     }
 }
@@ -555,6 +559,12 @@ impl Config {
             p.push(format!(
                 "embedding.embedder = {:?} must be \"auto\", \"hash\" or \"onnx\"",
                 self.embedding.embedder
+            ));
+        }
+        if !matches!(self.embedding.pooling.as_str(), "" | "mean" | "cls") {
+            p.push(format!(
+                "embedding.pooling = {:?} must be \"mean\", \"cls\" or \"\" (from the model)",
+                self.embedding.pooling
             ));
         }
         if self.embedding.dim == 0 || self.embedding.dim > 65_536 {

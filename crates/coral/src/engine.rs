@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use coral_embed::{Embedder, HashEmbedder};
+use coral_embed::Embedder;
 use coral_store::{Item, Record, Store, StoreOptions, SyncOutcome, SyncPolicy, Tier};
 use serde::Serialize;
 
@@ -147,6 +147,10 @@ pub struct Stats {
     pub embedder: String,
     /// Vector dimension.
     pub dim: usize,
+    /// Why the hash embedder is in use although `embedding.embedder` is `"auto"`.
+    pub embedder_note: Option<String>,
+    /// Why search ignores vectors (they were made by another model) until `coral reembed`.
+    pub vectors_disabled: Option<String>,
     /// File entries kept verbatim because they did not parse.
     pub skipped_lines: usize,
     /// The last config problem, if the config in force is not the file's.
@@ -232,6 +236,8 @@ pub(crate) struct Engine {
     pub(crate) dedup: HashMap<String, Vec<u64>>,
     /// The last failure to catch up with other processes, if the latest attempt failed.
     pub(crate) sync_error: Option<String>,
+    /// Why the stored vectors must not be scored (another model made them), until a re-embed.
+    pub(crate) vectors_disabled: Option<String>,
     /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
     pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
 }
@@ -293,6 +299,8 @@ pub struct Coral {
     pub(crate) governance: crate::govern::Governance,
     /// Reasoning threads: a separate file and lock, never part of the memory pool.
     pub(crate) threads: crate::threads::Threads,
+    /// Why `"auto"` fell back to the hash embedder.
+    pub(crate) embedder_note: Option<String>,
 }
 
 fn sync_policy(config: &Config) -> SyncPolicy {
@@ -305,27 +313,7 @@ fn sync_policy(config: &Config) -> SyncPolicy {
     }
 }
 
-/// The embedder the configuration asks for, and a notice when it is a fallback.
-pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String>)> {
-    let dim = config.embedding.dim;
-    match config.embedding.embedder.as_str() {
-        "hash" => Ok((Arc::new(HashEmbedder::new(dim)?), None)),
-        "auto" => Ok((
-            Arc::new(HashEmbedder::new(dim)?),
-            Some(format!(
-                "no embedding model is available to this build; using the hash embedder \
-                 (dim {dim}), which matches shared words, not meaning"
-            )),
-        )),
-        other => Err(Error::Config {
-            path: config.base_dir.join("coral_config.json"),
-            detail: format!(
-                "embedding.embedder = {other:?} needs an ONNX model, and this build has no ONNX \
-                 support; set embedding.embedder to \"auto\" or \"hash\""
-            ),
-        }),
-    }
-}
+pub use crate::models::embedder_for;
 
 impl Coral {
     /// Open with the config file at `config_path` (created with defaults when missing).
@@ -336,13 +324,21 @@ impl Coral {
 
     /// Open with a configuration loaded (and perhaps adjusted) by the caller from `path`.
     pub fn open_loaded(loaded: crate::config::Loaded, path: &Path) -> Result<Coral> {
-        let (embedder, note) = embedder_for(&loaded.config)?;
+        // Name the config file actually read in errors about it.
+        let (embedder, note) = embedder_for(&loaded.config).map_err(|e| match e {
+            Error::Config { detail, .. } => Error::Config {
+                path: path.to_path_buf(),
+                detail,
+            },
+            e => e,
+        })?;
         let mut notices = loaded.warnings;
         if loaded.created {
             notices.push(format!("created {} with the defaults", path.display()));
         }
-        notices.extend(note);
+        notices.extend(note.clone());
         let mut coral = Coral::open_with(loaded.config, embedder)?;
+        coral.embedder_note = note;
         coral.config_path = Some(path.to_path_buf());
         coral.reloader = Some(crate::reload::Reloader::new(path));
         notices.append(&mut coral.notices);
@@ -367,13 +363,8 @@ impl Coral {
         };
         let mut store = Store::open(config.store_paths(), options)?;
         let mut notices: Vec<String> = store.notes().to_vec();
-        let recomputed = recompute_missing_vectors(&mut store, embedder.as_ref())?;
-        if recomputed > 0 {
-            notices.push(format!(
-                "computed {recomputed} missing vector(s) with the {} embedder",
-                embedder.name()
-            ));
-        }
+        let vectors_disabled =
+            crate::reembed::reconcile(&mut store, embedder.as_ref(), &mut notices)?;
         let threads = crate::threads::Threads::open(&config)?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
@@ -397,8 +388,10 @@ impl Coral {
                 store,
                 dedup: HashMap::new(),
                 sync_error: None,
+                vectors_disabled,
             }),
             threads,
+            embedder_note: None,
         };
         Ok(coral)
     }
@@ -536,6 +529,8 @@ impl Coral {
             capacity_threshold: config.memory.capacity_threshold,
             embedder: self.embedder.name().to_string(),
             dim: self.embedder.dim(),
+            embedder_note: self.embedder_note.clone(),
+            vectors_disabled: engine.vectors_disabled.clone(),
             skipped_lines: store.skipped_lines(),
             config_error: self.reloader.as_ref().and_then(|r| r.error()),
             restart_needed: self
@@ -608,9 +603,17 @@ pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Compute vectors the store could not load (other model's dim, missing `.npy`, ...).
-fn recompute_missing_vectors(store: &mut Store, embedder: &dyn Embedder) -> Result<usize> {
+/// Compute vectors the store could not load (other model's dim, missing `.npy`, ...): all of
+/// them with the hash embedder, at most [`crate::reembed::OPEN_RECOMPUTE_LIMIT`] with a model
+/// (more wait for `coral reembed`; see `reembed.rs`).
+pub(crate) fn recompute_missing_vectors(
+    store: &mut Store,
+    embedder: &dyn Embedder,
+) -> Result<usize> {
     let rows: Vec<u32> = store.pool().missing_vectors().iter().collect();
+    if embedder.name() != "hash" && rows.len() > crate::reembed::OPEN_RECOMPUTE_LIMIT {
+        return Ok(0);
+    }
     for chunk in rows.chunks(256) {
         let texts: Vec<String> = chunk
             .iter()

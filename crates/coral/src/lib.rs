@@ -27,6 +27,8 @@ mod import;
 mod insert;
 mod keyword_index;
 mod lifecycle;
+mod models;
+mod reembed;
 mod reload;
 mod report;
 mod search;
@@ -41,7 +43,10 @@ pub use config::{
     ThreadsConfig,
 };
 pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
-pub use coral_embed::{Embedder, HashEmbedder, item_id};
+pub use coral_embed::{
+    Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
+    hub_repo_dir, item_id, model_spec,
+};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
@@ -53,6 +58,8 @@ pub use engine::{
 };
 pub use error::{Error, Result};
 pub use govern::{GovernanceStats, llm_settings};
+pub use models::{ModelStatus, model_search, model_statuses, runtime_search};
+pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::{THREADS_FILE, Threads};

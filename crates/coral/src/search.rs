@@ -67,7 +67,9 @@ impl Coral {
                 .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
                 .collect::<RoaringBitmap>()
         });
-        let vector = (vector.len() == pool.dim()).then_some(vector.as_slice());
+        // Vectors another model made are not comparable with the query's (SPEC 9.4).
+        let vector = (vector.len() == pool.dim() && engine.vectors_disabled.is_none())
+            .then_some(vector.as_slice());
         let boost = boosted.as_ref().map(|b| (b, r.project_boost));
         let scored: Vec<Fused> = match &keywords {
             Some(keywords) => engine.search_rrf(&RrfQuery {

@@ -1,0 +1,324 @@
+//! Which embedder made the stored vectors, what opening does when it is not the configured one
+//! (SPEC 9.4), and [`Coral::reembed`].
+//!
+//! The embedder's name and dim are kept next to the vector file, in `coral_vectors.meta.json`
+//! (the `.npy` and its index stay exactly as the original Python Coral wrote them). A directory
+//! without that file (the original's, or one from before it existed) is recognised by embedding
+//! a few stored memories again: hash vectors are reproduced exactly, a model's closely.
+//!
+//! Policy on open, chosen so that start-up stays fast with tens of thousands of memories:
+//! - vectors of another embedder, configured embedder `hash`: all recomputed at once (hashing
+//!   20,000 memories takes milliseconds), checkpointed, and the fact reported;
+//! - vectors of another embedder, configured embedder a model: nothing is recomputed; search
+//!   scores keywords and time only, and `stats().vectors_disabled` says why, until
+//!   `coral reembed` runs;
+//! - missing vectors (no `.npy`, a damaged one, imported items): recomputed at once with the
+//!   hash embedder, or with a model when at most [`OPEN_RECOMPUTE_LIMIT`] are missing;
+//!   otherwise as for another embedder's vectors.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use coral_embed::{Embedder, HashEmbedder};
+use coral_store::Store;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Coral, recompute_missing_vectors};
+use crate::error::{Error, Result};
+
+/// Most missing vectors a model computes while opening (about 0.2 s); more wait for
+/// `coral reembed`.
+pub const OPEN_RECOMPUTE_LIMIT: usize = 64;
+
+/// Memories embedded per model call during a re-embed.
+const REEMBED_CHUNK: usize = 256;
+
+/// Memories embedded again to recognise the embedder of a directory without a meta file, and
+/// searched for after a re-embed.
+const SAMPLE: usize = 8;
+
+/// `coral_vectors.meta.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct VectorMeta {
+    embedder: String,
+    dim: usize,
+}
+
+/// The meta file of a vector file: `coral_vectors.npy` → `coral_vectors.meta.json`.
+pub fn vector_meta_path(vectors: &Path) -> PathBuf {
+    vectors.with_extension("meta.json")
+}
+
+fn read_meta(path: &Path) -> Option<VectorMeta> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn write_meta(store: &Store, embedder: &dyn Embedder) -> Result<()> {
+    let meta = VectorMeta {
+        embedder: embedder.name().to_string(),
+        dim: embedder.dim(),
+    };
+    let path = vector_meta_path(&store.paths().vectors);
+    if read_meta(&path).as_ref() == Some(&meta) {
+        return Ok(());
+    }
+    let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    bytes.push(b'\n');
+    coral_store::write_atomic(&path, &bytes, true)?;
+    Ok(())
+}
+
+/// Settle the stored vectors against `embedder` at open (see the module docs). Returns why
+/// vectors must not be scored, if they must not.
+pub(crate) fn reconcile(
+    store: &mut Store,
+    embedder: &dyn Embedder,
+    notices: &mut Vec<String>,
+) -> Result<Option<String>> {
+    let name = embedder.name().to_string();
+    let pool = store.pool();
+    let total = pool.len();
+    let stored = total - pool.missing_vectors().len() as usize;
+    let meta = read_meta(&vector_meta_path(&store.paths().vectors));
+    let origin = match (&meta, stored) {
+        (_, 0) => None,
+        (Some(meta), _) => Some(meta.embedder.clone()),
+        (None, _) => Some(recognise(store, embedder)?),
+    };
+    if let Some(origin) = origin.filter(|o| *o != name) {
+        if name == "hash" {
+            let rows: Vec<u32> = (0..total as u32).collect();
+            embed_rows(store, embedder, &rows)?;
+            store.checkpoint()?;
+            write_meta(store, embedder)?;
+            notices.push(format!(
+                "the stored vectors were made by {origin}; replaced all {total} with hash \
+                 vectors (to use {origin} again, configure it and run `coral reembed`)"
+            ));
+            return Ok(None);
+        }
+        let why = format!(
+            "the stored vectors were made by {origin}, not {name}: search uses keywords and \
+             time only until `coral reembed` re-embeds the {total} memories"
+        );
+        notices.push(why.clone());
+        return Ok(Some(why));
+    }
+    let missing = total - stored;
+    if missing > 0 {
+        if recompute_missing_vectors(store, embedder)? == 0 {
+            let why = format!(
+                "{missing} of {total} memories have no {name} vector: search uses keywords and \
+                 time only until `coral reembed` embeds them"
+            );
+            notices.push(why.clone());
+            return Ok(Some(why));
+        }
+        notices.push(format!(
+            "computed {missing} missing vector(s) with the {name} embedder"
+        ));
+    }
+    write_meta(store, embedder)?;
+    Ok(None)
+}
+
+/// Which embedder made the stored vectors of a directory without a meta file: `"hash"` when
+/// hashing reproduces them, the configured model's name when it does, otherwise a description.
+fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
+    let pool = store.pool();
+    let rows: Vec<u32> = sample_rows(store, SAMPLE)
+        .into_iter()
+        .filter(|&r| pool.vector(r).iter().any(|&x| x != 0.0))
+        .collect();
+    if rows.is_empty() {
+        return Ok(embedder.name().to_string());
+    }
+    let texts: Vec<&str> = rows
+        .iter()
+        .map(|&r| pool.item(r).content.as_str())
+        .collect();
+    let similarity = |vectors: &[Vec<f32>]| -> f64 {
+        let sum: f64 = rows
+            .iter()
+            .zip(vectors)
+            .map(|(&r, v)| cosine(pool.vector(r), v))
+            .sum();
+        sum / rows.len() as f64
+    };
+    let hash = HashEmbedder::new(pool.dim())?;
+    if similarity(&hash.embed(&texts)?) > 0.9999 {
+        return Ok("hash".into());
+    }
+    if embedder.name() != "hash" && similarity(&embedder.embed(&texts)?) > 0.99 {
+        return Ok(embedder.name().to_string());
+    }
+    Ok(format!("an unknown embedder (dim {})", pool.dim()))
+}
+
+/// Up to `n` rows spread evenly over the pool, skipping rows without a vector.
+fn sample_rows(store: &Store, n: usize) -> Vec<u32> {
+    let pool = store.pool();
+    let missing = pool.missing_vectors();
+    let rows: Vec<u32> = (0..pool.len() as u32)
+        .filter(|r| !missing.contains(*r))
+        .collect();
+    if rows.len() <= n {
+        return rows;
+    }
+    (0..n).map(|i| rows[i * rows.len() / n]).collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
+fn embed_rows(store: &mut Store, embedder: &dyn Embedder, rows: &[u32]) -> Result<()> {
+    for chunk in rows.chunks(REEMBED_CHUNK) {
+        let texts: Vec<String> = chunk
+            .iter()
+            .map(|&r| store.pool().item(r).content.clone())
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        for (&row, v) in chunk.iter().zip(embedder.embed(&refs)?) {
+            store.set_vector(row, &v);
+        }
+    }
+    Ok(())
+}
+
+/// What [`Coral::reembed`] did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReembedReport {
+    /// The embedder now behind every vector.
+    pub embedder: String,
+    /// Its dim.
+    pub dim: usize,
+    /// Memories re-embedded.
+    pub items: usize,
+    /// Wall time.
+    pub seconds: f64,
+    /// The sample searches that verified the new vectors.
+    pub checks: Vec<ReembedCheck>,
+}
+
+/// One verification: a memory's text, embedded afresh, finds the memory's stored vector.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReembedCheck {
+    /// The memory.
+    pub id: String,
+    /// Cosine of the fresh and the stored vector.
+    pub cosine: f64,
+    /// The memory's rank among all memories by vector similarity (1 = first).
+    pub rank: usize,
+}
+
+impl Coral {
+    /// Embed every memory again with the configured embedder (SPEC 9.4), replace the vector
+    /// files (checkpointed: each file is written atomically), record the embedder in
+    /// `coral_vectors.meta.json`, and verify with sample searches. Embedding happens without
+    /// the engine lock; memories inserted meanwhile already carry the configured embedder's
+    /// vectors. `progress` is called with (done, total). Run it with no other process using the
+    /// data directory.
+    pub fn reembed(&self, mut progress: impl FnMut(usize, usize)) -> Result<ReembedReport> {
+        let started = Instant::now();
+        let memories: Vec<(String, String)> = {
+            let engine = self.lock();
+            let pool = engine.store.pool();
+            pool.items()
+                .iter()
+                .map(|i| (i.item_id.clone(), i.content.clone()))
+                .collect()
+        };
+        let total = memories.len();
+        progress(0, total);
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
+        for chunk in memories.chunks(REEMBED_CHUNK) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, c)| c.as_str()).collect();
+            let rows = self.embedder.embed(&texts)?;
+            if rows.len() != texts.len() {
+                return Err(Error::InvalidInput(format!(
+                    "the {} embedder returned {} vectors for {} texts",
+                    self.embedder.name(),
+                    rows.len(),
+                    texts.len()
+                )));
+            }
+            vectors.extend(rows);
+            progress(vectors.len(), total);
+        }
+        let mut engine = self.lock();
+        for ((id, _), v) in memories.iter().zip(&vectors) {
+            if let Some(row) = engine.store.pool().row(id) {
+                engine.store.set_vector(row, v);
+            }
+        }
+        let left: Vec<u32> = engine.store.pool().missing_vectors().iter().collect();
+        embed_rows(&mut engine.store, self.embedder.as_ref(), &left)?;
+        engine.store.checkpoint()?;
+        write_meta(&engine.store, self.embedder.as_ref())?;
+        engine.vectors_disabled = None;
+        let checks = self.verify(&engine.store)?;
+        drop(engine);
+        Ok(ReembedReport {
+            embedder: self.embedder.name().to_string(),
+            dim: self.embedder.dim(),
+            items: total,
+            seconds: started.elapsed().as_secs_f64(),
+            checks,
+        })
+    }
+
+    /// A few memories, embedded afresh, must find themselves: cosine ≥ 0.999 with the stored
+    /// vector and within the first three by vector similarity (near-duplicates may tie).
+    fn verify(&self, store: &Store) -> Result<Vec<ReembedCheck>> {
+        let pool = store.pool();
+        let rows = sample_rows(store, SAMPLE.min(5));
+        let texts: Vec<&str> = rows
+            .iter()
+            .map(|&r| pool.item(r).content.as_str())
+            .collect();
+        let fresh = self.embedder.embed(&texts)?;
+        let dim = pool.dim();
+        let mut checks = Vec::new();
+        for (&row, query) in rows.iter().zip(&fresh) {
+            let dot = |r: usize| -> f32 {
+                pool.vectors()[r * dim..(r + 1) * dim]
+                    .iter()
+                    .zip(query)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            };
+            let own = dot(row as usize);
+            let rank = 1 + (0..pool.len()).filter(|&r| dot(r) > own).count();
+            let check = ReembedCheck {
+                id: pool.item(row).item_id.clone(),
+                cosine: cosine(pool.vector(row), query),
+                rank,
+            };
+            if check.cosine < 0.999 || check.rank > 3 {
+                return Err(Error::InvalidInput(format!(
+                    "re-embedded, but memory {} no longer finds itself (cosine {:.4}, rank {}): \
+                     the {} embedder is not deterministic or the vector files were changed \
+                     meanwhile; run `coral reembed` again",
+                    check.id,
+                    check.cosine,
+                    check.rank,
+                    self.embedder.name()
+                )));
+            }
+            checks.push(check);
+        }
+        Ok(checks)
+    }
+}
