@@ -31,20 +31,31 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                     .context("--seconds needs a whole number")?;
             }
             t if TARGETS.contains(&t) => only.push(t.to_string()),
-            other => bail!("unknown fuzz argument {other:?} (targets: {})", TARGETS.join(", ")),
+            other => bail!(
+                "unknown fuzz argument {other:?} (targets: {})",
+                TARGETS.join(", ")
+            ),
         }
     }
-    let have = cargo().args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
+    let have = cargo()
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !have {
         eprintln!("xtask fuzz: installing cargo-fuzz from crates.io");
-        let status = cargo().args(["install", "cargo-fuzz", "--locked"]).status()?;
+        let status = cargo()
+            .args(["install", "cargo-fuzz", "--locked"])
+            .status()?;
         if !status.success() {
             bail!("cargo install cargo-fuzz failed ({status})");
         }
     }
     let fuzz_dir = root.join("fuzz");
     eprintln!("$ cargo fuzz build");
-    let status = cargo().args(["fuzz", "build"]).current_dir(&fuzz_dir).status()?;
+    let status = cargo()
+        .args(["fuzz", "build"])
+        .current_dir(&fuzz_dir)
+        .status()?;
     if !status.success() {
         bail!("cargo fuzz build failed ({status})");
     }

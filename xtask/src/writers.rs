@@ -14,7 +14,13 @@ const LINES: usize = 5_000;
 
 fn lines(writer: usize) -> String {
     (0..LINES)
-        .map(|i| format!("writer {writer} memory {i} 写入者 k{:x} m{:x}\n", i * 7919 + writer, i * 104_729))
+        .map(|i| {
+            format!(
+                "writer {writer} memory {i} 写入者 k{:x} m{:x}\n",
+                i * 7919 + writer,
+                i * 104_729
+            )
+        })
         .collect()
 }
 
@@ -60,7 +66,11 @@ fn run_writers(coral: &Path, n: usize) -> Result<f64> {
         .output()?;
     let stats: serde_json::Value = serde_json::from_slice(&count.stdout)?;
     if stats["stats"]["total"] != n * LINES {
-        bail!("expected {} memories, found {}", n * LINES, stats["stats"]["total"]);
+        bail!(
+            "expected {} memories, found {}",
+            n * LINES,
+            stats["stats"]["total"]
+        );
     }
     Ok(seconds)
 }
@@ -80,10 +90,16 @@ pub fn run(root: &Path) -> Result<()> {
     });
     let out = root.join("target/coral-bench");
     std::fs::create_dir_all(&out)?;
-    std::fs::write(out.join("writers.json"), serde_json::to_string_pretty(&report)? + "\n")?;
+    std::fs::write(
+        out.join("writers.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
     println!("writers on one data directory ({LINES} inserts each, release, whole processes)");
     println!("  1 writer    {one:>8.0} inserts/s");
-    println!("  2 writers   {two:>8.0} inserts/s together ({:.0} % of one; target ≥ 50 %)", 100.0 * two / one);
+    println!(
+        "  2 writers   {two:>8.0} inserts/s together ({:.0} % of one; target ≥ 50 %)",
+        100.0 * two / one
+    );
     println!("  4 writers   {four:>8.0} inserts/s together");
     Ok(())
 }

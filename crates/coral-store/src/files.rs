@@ -147,9 +147,9 @@ pub fn parse_item_array(bytes: &[u8], path: &Path) -> Result<Loaded> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Loaded::default());
     }
-    let text = std::str::from_utf8(&bytes).map_err(|e| Error::Corrupted {
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::Corrupted {
         path: path.to_path_buf(),
-        line: line_of(&bytes, e.valid_up_to()),
+        line: line_of(bytes, e.valid_up_to()),
         detail: "file is not valid UTF-8; fix or move it aside and reopen".into(),
     })?;
     let elements: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| Error::Corrupted {
@@ -164,7 +164,7 @@ pub fn parse_item_array(bytes: &[u8], path: &Path) -> Result<Loaded> {
             Ok(item) => out.items.push(item),
             Err(reason) => out.skipped.push(Skipped {
                 path: path.to_path_buf(),
-                line: line_of(&bytes, offset),
+                line: line_of(bytes, offset),
                 reason,
                 raw: raw.get().as_bytes().to_vec(),
             }),
