@@ -1,9 +1,10 @@
 //! `BatchingEmbedder`: concurrent callers' texts share one model call (SPEC 9.3).
 //!
 //! The first request to arrive while no batch is open becomes the batch's leader: it waits
-//! `window`, takes every request queued meanwhile, embeds all their texts in one call and hands
-//! each caller its rows. A request arriving after the leader took the queue opens the next
-//! batch. With a zero window every call goes straight to the model.
+//! `window`, then for the model to be free (batches run one at a time), takes every request
+//! queued meanwhile, embeds all their texts in one call and hands each caller its rows. A
+//! request arriving after the leader took the queue opens the next batch, which keeps filling
+//! while the current one runs. With a zero window every call goes straight to the model.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -28,6 +29,8 @@ pub struct BatchingEmbedder {
     inner: Arc<dyn Embedder>,
     window: Duration,
     queue: Mutex<Queue>,
+    /// Held while a batch runs, so the next batch gathers until the model is free.
+    running: Mutex<()>,
     calls: AtomicU64,
     requests: AtomicU64,
 }
@@ -48,6 +51,7 @@ impl BatchingEmbedder {
             inner,
             window,
             queue: Mutex::new(Queue::default()),
+            running: Mutex::new(()),
             calls: AtomicU64::new(0),
             requests: AtomicU64::new(0),
         }
@@ -84,6 +88,7 @@ impl BatchingEmbedder {
     /// Lead one batch: wait for the window, take the queue, run it, reply to everyone.
     fn lead(&self) {
         std::thread::sleep(self.window);
+        let _running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let batch = {
             let mut queue = self.lock();
             queue.open = false;
