@@ -15,16 +15,21 @@
 //! - `fuzz`: run every cargo-fuzz target in `fuzz/` (`--seconds N`, default 60).
 //! - `eval`: retrieval quality on MADial-Bench zh and en (SPEC 12) for each embedder and
 //!   retrieval mode, written to `target/coral-bench/eval.json`.
-//! - `fixtures`: refresh `fixtures/compat/` from `../shared/upstream-data/`.
+//! - `bench-embed`: ONNX embedder latency, batch throughput, and 8 concurrent searchers with
+//!   batching window 0 vs 8 ms, written to `target/coral-bench/embed.json`.
+//! - `fixtures`: refresh `fixtures/compat/` and `fixtures/models/` from
+//!   `../shared/upstream-data/`.
 
 mod clients;
 mod deps;
+mod embed_bench;
 mod eval;
 mod fuzz;
 mod scenarios;
 mod servers;
 mod stress;
 mod stress_threads;
+mod test_models;
 mod writers;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +60,7 @@ fn main() -> Result<()> {
         "bench-servers" => servers::run(&root()),
         "scenarios" => scenarios::run(&root(), &args[1..]),
         "eval" => eval::run(&root(), &args[1..]),
+        "bench-embed" => embed_bench::run(&root(), &args[1..]),
         "fuzz" => fuzz::run(&root(), &args[1..]),
         "bench-writers" => writers::run(&root()),
         "fixtures" => fixtures(),
@@ -84,7 +90,8 @@ fn print_help() {
          eval         MADial-Bench retrieval recall per embedder and mode -> target/coral-bench/eval.json\n  \
          bench-writers  1 vs 2 vs 4 processes inserting into one directory\n  \
          fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
-         fixtures     refresh fixtures/compat from ../shared/upstream-data"
+         bench-embed  ONNX embedder speed, batching window 0 vs 8 ms -> target/coral-bench/embed.json\n  \
+         fixtures     refresh fixtures/compat and fixtures/models from ../shared/upstream-data"
     );
 }
 
@@ -121,7 +128,8 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ])?;
-    cargo(&["test", "--workspace"])?;
+    // With the ONNX runtime and test model (fetched when the environment lacks them).
+    test_models::test_workspace(&root())?;
     // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).
     fuzz::run(&root(), &["--seconds".to_string(), "5".to_string()])?;
     eprintln!("xtask ci: all checks passed");
@@ -135,5 +143,9 @@ fn fixtures() -> Result<()> {
         std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
         eprintln!("refreshed {}; review the diff like code", dst.display());
     }
+    let src = root().join("../shared/upstream-data/minilm-reference.json");
+    let dst = root().join("fixtures/models/minilm-reference.json");
+    std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
+    eprintln!("refreshed {}; review the diff like code", dst.display());
     Ok(())
 }
