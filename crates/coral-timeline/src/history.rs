@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::error::Result;
 use crate::namespace::Namespace;
-use crate::timeline::{ROW_COLUMNS, Row, Timeline};
+use crate::timeline::{ROW_SELECT, Row, Timeline};
 
 /// The message shape a provider expects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -76,8 +76,8 @@ impl Timeline {
         let (rows, statuses) = self.read(|tx| {
             let rows = tx
                 .prepare_cached(&format!(
-                    "SELECT {ROW_COLUMNS} FROM entries WHERE hard_key = ?1 \
-                     AND conversation_id = ?2 ORDER BY unit_seq, seq_no"
+                    "{ROW_SELECT} WHERE e.hard_key = ?1 AND e.conversation_id = ?2 \
+                     ORDER BY e.unit_seq, e.seq_no"
                 ))?
                 .query_map(params![hk, ns.conversation_id], Row::from_sql)?
                 .collect::<rusqlite::Result<Vec<Row>>>()?;

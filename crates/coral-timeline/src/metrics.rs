@@ -50,15 +50,19 @@ impl Timeline {
                 .query_row(params![hk, scope], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                 })?;
-            let (entries, results, folded): (i64, i64, i64) = tx
+            let entries: i64 = tx
                 .prepare_cached(
-                    "SELECT COUNT(*), COALESCE(SUM(settlement IS NOT NULL), 0), \
-                     COALESCE(SUM(settlement = 'compact_reloadable'), 0) FROM entries \
-                     WHERE hard_key = ?1 AND (?2 IS NULL OR conversation_id = ?2)",
+                    "SELECT COUNT(*) FROM entries WHERE hard_key = ?1 \
+                     AND (?2 IS NULL OR conversation_id = ?2)",
                 )?
-                .query_row(params![hk, scope], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
+                .query_row(params![hk, scope], |r| r.get(0))?;
+            let (results, folded): (i64, i64) = tx
+                .prepare_cached(
+                    "SELECT COUNT(*), COALESCE(SUM(classification = 'compact_reloadable'), 0) \
+                     FROM settlements WHERE hard_key = ?1 \
+                     AND (?2 IS NULL OR conversation_id = ?2)",
+                )?
+                .query_row(params![hk, scope], |r| Ok((r.get(0)?, r.get(1)?)))?;
             m.entries = entries as u64;
             m.open_turns = open as u64;
             m.completed_turns = completed as u64;

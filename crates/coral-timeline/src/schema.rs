@@ -15,7 +15,7 @@ use crate::error::Result;
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const MIGRATIONS: &[&str] = &[
-    // 0 -> 1: turns, entries (with their settlement), and the cursor secret.
+    // 0 -> 1: turns, entries, their settlement, and the cursor secret.
     r#"
     CREATE TABLE meta (
         key TEXT PRIMARY KEY,
@@ -62,21 +62,31 @@ const MIGRATIONS: &[&str] = &[
         tool_name TEXT,
         status TEXT,
         ts REAL NOT NULL,
-        text TEXT NOT NULL,
-        payload TEXT,
         chars INTEGER NOT NULL,
         bytes INTEGER NOT NULL,
         tokens INTEGER NOT NULL,
         sha256 TEXT NOT NULL,
-        settlement TEXT,
-        card TEXT,
-        card_tokens INTEGER,
+        -- Last, so reading any other column never walks a large body's overflow pages.
+        payload TEXT,
+        text TEXT NOT NULL,
         UNIQUE (hard_key, source_id),
         UNIQUE (hard_key, conversation_id, seq_no)
     ) STRICT;
     CREATE INDEX entries_unit ON entries (hard_key, conversation_id, unit_seq, seq_no);
     CREATE INDEX entries_time ON entries (hard_key, ts);
     CREATE INDEX entries_turn ON entries (hard_key, turn_id, seq_no) WHERE turn_id IS NOT NULL;
+
+    -- Apart from entries so that settling never rewrites a (possibly large) body's row.
+    CREATE TABLE settlements (
+        hard_key TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        classification TEXT NOT NULL,
+        card TEXT,
+        card_tokens INTEGER NOT NULL,
+        PRIMARY KEY (hard_key, source_id)
+    ) STRICT, WITHOUT ROWID;
     "#,
 ];
 

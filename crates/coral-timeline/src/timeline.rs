@@ -217,10 +217,13 @@ pub(crate) struct Row {
     pub card_tokens: Option<i64>,
 }
 
-/// The columns [`Row::from_sql`] reads, in order.
-pub(crate) const ROW_COLUMNS: &str = "conversation_id, seq_no, unit_seq, unit_ts, source_id, \
-     kind, origin, turn_role, actor, turn_id, correlation_id, tool_name, status, ts, text, \
-     payload, chars, bytes, tokens, sha256, settlement, card, card_tokens";
+/// The select [`Row::from_sql`] reads: an entry (`e`) with its settlement (`s`), if any. Every
+/// statement built on it adds a `WHERE e.hard_key = ?`.
+pub(crate) const ROW_SELECT: &str = "SELECT e.conversation_id, e.seq_no, e.unit_seq, \
+     e.unit_ts, e.source_id, e.kind, e.origin, e.turn_role, e.actor, e.turn_id, \
+     e.correlation_id, e.tool_name, e.status, e.ts, e.text, e.payload, e.chars, e.bytes, \
+     e.tokens, e.sha256, s.classification, s.card, s.card_tokens FROM entries e \
+     LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id";
 
 impl Row {
     pub(crate) fn from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -282,8 +285,8 @@ pub(crate) fn unit_rows(
     unit_seq: i64,
 ) -> Result<Vec<Row>> {
     let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {ROW_COLUMNS} FROM entries \
-         WHERE hard_key = ?1 AND conversation_id = ?2 AND unit_seq = ?3 ORDER BY seq_no"
+        "{ROW_SELECT} WHERE e.hard_key = ?1 AND e.conversation_id = ?2 AND e.unit_seq = ?3 \
+         ORDER BY e.seq_no"
     ))?;
     let rows = stmt
         .query_map(
@@ -302,8 +305,8 @@ pub(crate) fn find_row(
     conversation_id: Option<&str>,
 ) -> Result<Option<Row>> {
     let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {ROW_COLUMNS} FROM entries WHERE hard_key = ?1 AND source_id = ?2 \
-         AND (?3 IS NULL OR conversation_id = ?3)"
+        "{ROW_SELECT} WHERE e.hard_key = ?1 AND e.source_id = ?2 \
+         AND (?3 IS NULL OR e.conversation_id = ?3)"
     ))?;
     Ok(stmt
         .query_row(

@@ -15,7 +15,7 @@ use crate::owner::Owner;
 use crate::settle::{
     CardFields, Classification, Policy, classify, estimate_tokens, reload_card, sha256_hex,
 };
-use crate::timeline::{ROW_COLUMNS, Row, Timeline, find_row};
+use crate::timeline::{Timeline, find_row};
 use crate::tz;
 
 /// Most stimuli one turn may begin with.
@@ -283,6 +283,20 @@ impl TurnRow {
     }
 }
 
+/// What settlement needs of a result: everything but its body.
+struct Observation {
+    source_id: String,
+    correlation_id: Option<String>,
+    tool_name: Option<String>,
+    kind: String,
+    status: Option<String>,
+    ts: f64,
+    chars: i64,
+    bytes: i64,
+    tokens: i64,
+    sha256: String,
+}
+
 /// A checked entry ready to insert.
 struct NewEntry<'a> {
     conversation_id: &'a str,
@@ -425,12 +439,7 @@ impl Timeline {
             return Ok(r);
         }
         let sha = sha256_hex(&e.text);
-        let seq_no: i64 = tx
-            .prepare_cached(
-                "SELECT COALESCE(MAX(seq_no), 0) + 1 FROM entries \
-                 WHERE hard_key = ?1 AND conversation_id = ?2",
-            )?
-            .query_row(params![hk, e.conversation_id], |r| r.get(0))?;
+        let seq_no = next_seq(tx, hk, e.conversation_id)?;
         let (unit_seq, unit_ts) = e.unit.unwrap_or((seq_no, e.ts));
         let source_id = match &e.source_id {
             Some(id) => id.clone(),
@@ -526,12 +535,7 @@ impl Timeline {
             if let Some(existing) = self.find_retry(tx, &hk, ns, begin)? {
                 return Ok(existing);
             }
-            let seq_no: i64 = tx
-                .prepare_cached(
-                    "SELECT COALESCE(MAX(seq_no), 0) + 1 FROM entries \
-                     WHERE hard_key = ?1 AND conversation_id = ?2",
-                )?
-                .query_row(params![hk, conv], |r| r.get(0))?;
+            let seq_no = next_seq(tx, &hk, conv)?;
             let turn_id = match &begin.turn_id {
                 Some(id) => id.clone(),
                 None => self.make_id("turn", &[&hk, conv, &seq_no.to_string()]),
@@ -1242,17 +1246,32 @@ impl Timeline {
             .timezone
             .as_deref()
             .and_then(|z| tz::parse_zone(z).ok());
+        // Sizes and hashes were computed when the results were written: no body is read.
         let observations = tx
-            .prepare_cached(&format!(
-                "SELECT {ROW_COLUMNS} FROM entries WHERE hard_key = ?1 AND turn_id = ?2 \
-                 AND turn_role = 'observation' ORDER BY seq_no"
-            ))?
-            .query_map(params![hk, turn.turn_id], Row::from_sql)?
-            .collect::<rusqlite::Result<Vec<Row>>>()?;
+            .prepare_cached(
+                "SELECT source_id, correlation_id, tool_name, kind, status, ts, chars, bytes, \
+                 tokens, sha256 FROM entries WHERE hard_key = ?1 AND turn_id = ?2 \
+                 AND turn_role = 'observation' ORDER BY seq_no",
+            )?
+            .query_map(params![hk, turn.turn_id], |r| {
+                Ok(Observation {
+                    source_id: r.get(0)?,
+                    correlation_id: r.get(1)?,
+                    tool_name: r.get(2)?,
+                    kind: r.get(3)?,
+                    status: r.get(4)?,
+                    ts: r.get(5)?,
+                    chars: r.get(6)?,
+                    bytes: r.get(7)?,
+                    tokens: r.get(8)?,
+                    sha256: r.get(9)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<Observation>>>()?;
         let (mut full, mut settled) = (0i64, 0i64);
-        let mut update = tx.prepare_cached(
-            "UPDATE entries SET settlement = ?1, card = ?2, card_tokens = ?3 \
-             WHERE hard_key = ?4 AND source_id = ?5",
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO settlements (hard_key, source_id, conversation_id, turn_id, \
+             classification, card, card_tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for row in observations {
             let tokens = row.tokens;
@@ -1281,12 +1300,14 @@ impl Timeline {
                 _ => (None, tokens),
             };
             settled += card_tokens;
-            update.execute(params![
+            insert.execute(params![
+                hk,
+                row.source_id,
+                turn.conversation_id,
+                turn.turn_id,
                 class.as_str(),
                 card,
-                card_tokens,
-                hk,
-                row.source_id
+                card_tokens
             ])?;
         }
         tx.prepare_cached(
@@ -1305,9 +1326,11 @@ impl Timeline {
         turn_id: &str,
     ) -> Result<SettlementReport> {
         let mut stmt = tx.prepare_cached(
-            "SELECT source_id, COALESCE(correlation_id, ''), COALESCE(tool_name, kind), \
-             settlement, bytes, card, tokens, card_tokens FROM entries WHERE hard_key = ?1 \
-             AND turn_id = ?2 AND turn_role = 'observation' ORDER BY seq_no",
+            "SELECT e.source_id, COALESCE(e.correlation_id, ''), COALESCE(e.tool_name, e.kind), \
+             s.classification, e.bytes, s.card, e.tokens, s.card_tokens FROM entries e \
+             LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id \
+             WHERE e.hard_key = ?1 AND e.turn_id = ?2 AND e.turn_role = 'observation' \
+             ORDER BY e.seq_no",
         )?;
         let mut report = SettlementReport::default();
         let rows = stmt.query_map(params![hk, turn_id], |r| {
@@ -1348,6 +1371,18 @@ impl Timeline {
         report.saved_tokens = report.full_tokens.saturating_sub(report.settled_tokens);
         Ok(report)
     }
+}
+
+/// The next sequence number of a conversation: one index seek (a wrapped `MAX()` would scan).
+fn next_seq(tx: &Transaction<'_>, hk: &str, conversation_id: &str) -> Result<i64> {
+    let last: Option<i64> = tx
+        .prepare_cached(
+            "SELECT seq_no FROM entries WHERE hard_key = ?1 AND conversation_id = ?2 \
+             ORDER BY seq_no DESC LIMIT 1",
+        )?
+        .query_row(params![hk, conversation_id], |r| r.get(0))
+        .optional()?;
+    Ok(last.unwrap_or(0) + 1)
 }
 
 fn duplicate_call(corr: &str, turn_id: &str) -> Error {
