@@ -19,10 +19,12 @@ use serde_json::{Value, json};
 /// Name announced to clients.
 pub const SERVER_NAME: &str = "coral-memory";
 
-/// The MCP tool list built from the registry.
+/// The MCP tool list built from the registry: the tools meant for models (the timeline's
+/// host-side writes are served over HTTP only).
 pub fn tool_list() -> Vec<Tool> {
     coral::tools()
         .iter()
+        .filter(|t| t.on_mcp())
         .map(|t| {
             let schema = match t.input_schema() {
                 Value::Object(m) => m,
@@ -80,6 +82,9 @@ impl ServerHandler for CoralServer {
     ) -> Result<CallToolResponse, McpError> {
         let coral = Arc::clone(&self.coral);
         let name = request.name.to_string();
+        if coral::tools().iter().any(|t| t.name == name && !t.on_mcp()) {
+            return to_result(Err(ToolError::UnknownTool(name))).map(CallToolResponse::from);
+        }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let outcome = tokio::task::spawn_blocking(move || coral.call_tool(&name, &args))
             .await

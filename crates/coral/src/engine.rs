@@ -299,6 +299,8 @@ pub struct Coral {
     pub(crate) governance: crate::govern::Governance,
     /// Reasoning threads: a separate file and lock, never part of the memory pool.
     pub(crate) threads: crate::threads::Threads,
+    /// The timeline (SPEC 11): its own SQLite file, opened on first use.
+    pub(crate) timeline: crate::timeline::TimelineSlot,
     /// Why `"auto"` fell back to the hash embedder.
     pub(crate) embedder_note: Option<String>,
 }
@@ -376,6 +378,7 @@ impl Coral {
         // Built now in rrf mode, so the first search does not pay for it.
         let keywords = (config.retrieval.mode == "rrf")
             .then(|| crate::keyword_index::KeywordIndex::build(store.pool()));
+        let timeline = crate::timeline::TimelineSlot::new(&config);
         let coral = Coral {
             config: arc_swap::ArcSwap::from_pointee(config),
             reloader: None,
@@ -391,6 +394,7 @@ impl Coral {
                 vectors_disabled,
             }),
             threads,
+            timeline,
             embedder_note: None,
         };
         Ok(coral)

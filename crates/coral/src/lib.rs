@@ -35,6 +35,7 @@ mod search;
 mod search_rrf;
 mod set_paths;
 mod threads;
+pub mod timeline;
 mod tools;
 
 pub use config::{

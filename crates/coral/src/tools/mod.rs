@@ -8,6 +8,7 @@
 mod config;
 mod memory;
 mod threads;
+mod timeline;
 
 use serde_json::{Map, Value, json};
 
@@ -66,10 +67,15 @@ pub enum Kind {
     Boolean,
     /// A string, a number or a boolean (a config value).
     Scalar,
+    /// An array of strings.
+    Strings,
+    /// A JSON object. With fields, exactly those (typed, unknown keys refused); with none, any
+    /// object (a tool call's input, a payload).
+    Object(&'static [Arg]),
 }
 
 /// One declared argument.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arg {
     /// Argument name (the original's).
     pub name: &'static str,
@@ -84,7 +90,7 @@ pub struct Arg {
 }
 
 /// A default value shown in a schema.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DefaultValue {
     /// Integer default.
     Int(i64),
@@ -112,64 +118,93 @@ impl ToolDef {
     /// The JSON schema of the arguments: an object with typed properties, `required` when any
     /// are, and `additionalProperties: false`.
     pub fn input_schema(&self) -> Value {
-        let mut props = Map::new();
-        for a in self.args {
-            let mut p = Map::new();
-            match a.kind {
-                Kind::String => {
-                    p.insert("type".into(), "string".into());
-                }
-                Kind::Integer { min, max } => {
-                    p.insert("type".into(), "integer".into());
-                    p.insert("minimum".into(), min.into());
-                    p.insert("maximum".into(), max.into());
-                }
-                Kind::Number { min, max } => {
-                    p.insert("type".into(), "number".into());
-                    p.insert("minimum".into(), min.into());
-                    p.insert("maximum".into(), max.into());
-                }
-                Kind::Boolean => {
-                    p.insert("type".into(), "boolean".into());
-                }
-                Kind::Scalar => {
-                    // anyOf with one type each, not a type array: more clients accept it.
-                    p.insert(
-                        "anyOf".into(),
-                        json!([{"type": "string"}, {"type": "number"}, {"type": "boolean"}]),
-                    );
-                }
-            }
-            p.insert("description".into(), a.description.into());
-            match a.default {
-                Some(DefaultValue::Int(v)) => p.insert("default".into(), v.into()),
-                Some(DefaultValue::Num(v)) => p.insert("default".into(), v.into()),
-                Some(DefaultValue::Bool(v)) => p.insert("default".into(), v.into()),
-                None => None,
-            };
-            props.insert(a.name.into(), Value::Object(p));
-        }
-        let mut schema = json!({"type": "object", "properties": props});
-        let required: Vec<&str> = self
-            .args
-            .iter()
-            .filter(|a| a.required)
-            .map(|a| a.name)
-            .collect();
-        if !required.is_empty() {
-            schema["required"] = json!(required);
-        }
-        schema["additionalProperties"] = json!(false);
-        schema
+        object_schema(self.args)
+    }
+
+    /// Whether MCP clients (models) see this tool. The timeline's write operations are for
+    /// the host application and are served over HTTP only.
+    pub fn on_mcp(&self) -> bool {
+        !timeline::HTTP_ONLY.iter().any(|t| t.name == self.name)
     }
 }
 
-/// Every tool, in the original's registry order (memory, threads, stats, config, report).
+/// The schema of an object with these fields.
+fn object_schema(args: &[Arg]) -> Value {
+    let mut props = Map::new();
+    for a in args {
+        props.insert(a.name.into(), arg_schema(a));
+    }
+    let mut schema = json!({"type": "object", "properties": props});
+    let required: Vec<&str> = args.iter().filter(|a| a.required).map(|a| a.name).collect();
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema["additionalProperties"] = json!(false);
+    schema
+}
+
+fn arg_schema(a: &Arg) -> Value {
+    let mut p = Map::new();
+    match a.kind {
+        Kind::String => {
+            p.insert("type".into(), "string".into());
+        }
+        Kind::Integer { min, max } => {
+            p.insert("type".into(), "integer".into());
+            p.insert("minimum".into(), min.into());
+            p.insert("maximum".into(), max.into());
+        }
+        Kind::Number { min, max } => {
+            p.insert("type".into(), "number".into());
+            p.insert("minimum".into(), min.into());
+            p.insert("maximum".into(), max.into());
+        }
+        Kind::Boolean => {
+            p.insert("type".into(), "boolean".into());
+        }
+        Kind::Scalar => {
+            // anyOf with one type each, not a type array: more clients accept it.
+            p.insert(
+                "anyOf".into(),
+                json!([{"type": "string"}, {"type": "number"}, {"type": "boolean"}]),
+            );
+        }
+        Kind::Strings => {
+            p.insert("type".into(), "array".into());
+            p.insert("items".into(), json!({"type": "string"}));
+        }
+        Kind::Object([]) => {
+            p.insert("type".into(), "object".into());
+        }
+        Kind::Object(fields) => {
+            if let Value::Object(o) = object_schema(fields) {
+                p.extend(o);
+            }
+        }
+    }
+    p.insert("description".into(), a.description.into());
+    match a.default {
+        Some(DefaultValue::Int(v)) => p.insert("default".into(), v.into()),
+        Some(DefaultValue::Num(v)) => p.insert("default".into(), v.into()),
+        Some(DefaultValue::Bool(v)) => p.insert("default".into(), v.into()),
+        None => None,
+    };
+    Value::Object(p)
+}
+
+/// Every tool, in the original's registry order (memory, threads, stats, config, report), then
+/// the timeline's (read tools, then the HTTP-only write operations; see [`ToolDef::on_mcp`]).
 pub fn tools() -> &'static [ToolDef] {
     static ALL: std::sync::OnceLock<Vec<ToolDef>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
         let mut all: Vec<ToolDef> = Vec::new();
-        for group in [memory::TOOLS, threads::TOOLS, config::TOOLS] {
+        for group in [
+            memory::TOOLS,
+            threads::TOOLS,
+            config::TOOLS,
+            timeline::TOOLS,
+            timeline::HTTP_ONLY,
+        ] {
             all.extend(group.iter().map(ToolDef::clone));
         }
         // coral_stats sits after the thread tools in the original's order.
@@ -241,12 +276,24 @@ fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> 
             )));
         }
     };
+    check_fields(tool.name, "", tool.args, map)?;
+    Ok(Args { map })
+}
+
+/// Check an object's keys and values against its declared fields. `prefix` is the path of a
+/// nested object (`time_range.`), empty at the top.
+fn check_fields(
+    tool: &str,
+    prefix: &str,
+    args: &[Arg],
+    map: &Map<String, Value>,
+) -> Result<(), ToolError> {
     for key in map.keys() {
-        if !tool.args.iter().any(|a| a.name == key) {
-            let known: Vec<&str> = tool.args.iter().map(|a| a.name).collect();
+        if !args.iter().any(|a| a.name == key) {
+            let known: Vec<&str> = args.iter().map(|a| a.name).collect();
             return Err(ToolError::InvalidArguments(format!(
-                "{}: unknown argument {key:?}; accepted: {}",
-                tool.name,
+                "{tool}: unknown argument {:?}; accepted: {}",
+                format!("{prefix}{key}"),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
@@ -255,57 +302,75 @@ fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> 
             )));
         }
     }
-    for a in tool.args {
+    for a in args {
+        let name = format!("{prefix}{}", a.name);
         let value = match map.get(a.name) {
             None | Some(Value::Null) if a.required => {
                 return Err(ToolError::InvalidArguments(format!(
-                    "{}: missing required argument {:?} ({})",
-                    tool.name, a.name, a.description
+                    "{tool}: missing required argument {name:?} ({})",
+                    a.description
                 )));
             }
             None | Some(Value::Null) => continue,
             Some(v) => v,
         };
-        let bad = |expected: &str| {
-            ToolError::InvalidArguments(format!(
-                "{}: argument {:?} must be {expected}, got {} {}",
-                tool.name,
-                a.name,
-                type_name(value),
-                value
-            ))
-        };
-        match a.kind {
-            Kind::String => {
-                if !value.is_string() {
-                    return Err(bad("a string"));
-                }
+        check_value(tool, &name, a.kind, value)?;
+    }
+    Ok(())
+}
+
+fn check_value(tool: &str, name: &str, kind: Kind, value: &Value) -> Result<(), ToolError> {
+    let bad = |expected: &str| {
+        ToolError::InvalidArguments(format!(
+            "{tool}: argument {name:?} must be {expected}, got {} {}",
+            type_name(value),
+            value
+        ))
+    };
+    match kind {
+        Kind::String => {
+            if !value.is_string() {
+                return Err(bad("a string"));
             }
-            Kind::Boolean => {
-                if !value.is_boolean() {
-                    return Err(bad("true or false"));
-                }
+        }
+        Kind::Boolean => {
+            if !value.is_boolean() {
+                return Err(bad("true or false"));
             }
-            Kind::Scalar => {
-                if !(value.is_string() || value.is_number() || value.is_boolean()) {
-                    return Err(bad("a string, a number or true/false"));
-                }
+        }
+        Kind::Scalar => {
+            if !(value.is_string() || value.is_number() || value.is_boolean()) {
+                return Err(bad("a string, a number or true/false"));
             }
-            Kind::Integer { min, max } => {
-                let v = value.as_i64().ok_or_else(|| bad("a whole number"))?;
-                if v < min || v > max {
-                    return Err(bad(&format!("a whole number from {min} to {max}")));
-                }
+        }
+        Kind::Integer { min, max } => {
+            let v = value.as_i64().ok_or_else(|| bad("a whole number"))?;
+            if v < min || v > max {
+                return Err(bad(&format!("a whole number from {min} to {max}")));
             }
-            Kind::Number { min, max } => {
-                let v = value.as_f64().ok_or_else(|| bad("a number"))?;
-                if !(min..=max).contains(&v) {
-                    return Err(bad(&format!("a number from {min} to {max}")));
-                }
+        }
+        Kind::Number { min, max } => {
+            let v = value.as_f64().ok_or_else(|| bad("a number"))?;
+            if !(min..=max).contains(&v) {
+                return Err(bad(&format!("a number from {min} to {max}")));
+            }
+        }
+        Kind::Strings => {
+            let all_strings = value
+                .as_array()
+                .is_some_and(|items| items.iter().all(Value::is_string));
+            if !all_strings {
+                return Err(bad("a list of strings"));
+            }
+        }
+        Kind::Object(fields) => {
+            let object = value.as_object().ok_or_else(|| bad("an object"))?;
+            if !fields.is_empty() {
+                check_fields(tool, &format!("{name}."), fields, object)?;
             }
         }
     }
-    Ok(Args { map })
+    Ok(())
 }
 
 impl Coral {
