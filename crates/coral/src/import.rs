@@ -29,12 +29,22 @@ impl Coral {
                 source.display()
             )));
         }
-        let snapshot = Snapshot::read(&paths, self.embedder.dim())?;
+        let mut snapshot = Snapshot::read(&paths, self.embedder.dim())?;
         let mut report = ImportReport {
             skipped_lines: snapshot.skipped.iter().map(Vec::len).sum(),
             notes: snapshot.notes.clone(),
             ..ImportReport::default()
         };
+        if !snapshot.vectors.is_empty()
+            && !crate::reembed::snapshot_matches(&paths, &snapshot, self.embedder.as_ref())?
+        {
+            report.notes.push(format!(
+                "the vectors in {} were not made by the {} embedder: they are computed again",
+                paths.vectors.display(),
+                self.embedder.name()
+            ));
+            snapshot.vectors.clear();
+        }
         for (tier, _) in &snapshot.items {
             *report.found.entry(tier.to_string()).or_default() += 1;
         }

@@ -93,7 +93,7 @@ pub(crate) fn reconcile(
             write_meta(store, embedder)?;
             notices.push(format!(
                 "the stored vectors were made by {origin}; replaced all {total} with hash \
-                 vectors (to use {origin} again, configure it and run `coral reembed`)"
+                 vectors (with a model configured again, `coral reembed` restores its vectors)"
             ));
             return Ok(None);
         }
@@ -153,6 +153,46 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
         return Ok(embedder.name().to_string());
     }
     Ok(format!("an unknown embedder (dim {})", pool.dim()))
+}
+
+/// Whether the vectors of a directory being imported were made by `embedder`: its meta file
+/// says so, or embedding a few of its memories again reproduces them. Otherwise the importer
+/// recomputes them rather than mixing two embedders' vectors.
+pub(crate) fn snapshot_matches(
+    paths: &coral_store::StorePaths,
+    snapshot: &coral_store::Snapshot,
+    embedder: &dyn Embedder,
+) -> Result<bool> {
+    if let Some(meta) = read_meta(&vector_meta_path(&paths.vectors)) {
+        return Ok(meta.embedder == embedder.name());
+    }
+    let sample: Vec<(&str, &[f32])> = snapshot
+        .items
+        .iter()
+        .filter_map(|(_, item)| {
+            let row = *snapshot.vectors.get(&item.item_id)?;
+            Some((item.content.as_str(), snapshot.matrix.row(row)))
+        })
+        .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
+        .take(SAMPLE)
+        .collect();
+    if sample.is_empty() {
+        return Ok(true);
+    }
+    let texts: Vec<&str> = sample.iter().map(|(t, _)| *t).collect();
+    let fresh = embedder.embed(&texts)?;
+    let similarity = sample
+        .iter()
+        .zip(&fresh)
+        .map(|((_, stored), v)| cosine(stored, v))
+        .sum::<f64>()
+        / sample.len() as f64;
+    let needed = if embedder.name() == "hash" {
+        0.9999
+    } else {
+        0.99
+    };
+    Ok(similarity > needed)
 }
 
 /// Up to `n` rows spread evenly over the pool, skipping rows without a vector.

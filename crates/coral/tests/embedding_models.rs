@@ -297,3 +297,38 @@ fn a_fresh_minilm_directory_ranks_meaning_above_shared_words() {
     assert_eq!(hits[0].item.content, MEMORIES[0], "{hits:#?}");
     coral.close().unwrap();
 }
+
+#[test]
+fn imported_vectors_are_kept_only_when_the_same_embedder_made_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    let coral = Coral::open(hash(&source)).unwrap();
+    fill(&coral);
+    coral.close().unwrap();
+    let data = source.join("memory_data");
+    // As the Python original leaves it: no record of the embedder.
+    std::fs::remove_file(data.join("coral_vectors.meta.json")).unwrap();
+
+    let same = tmp.path().join("same");
+    std::fs::create_dir(&same).unwrap();
+    let coral = Coral::open(hash(&same)).unwrap();
+    let report = coral.import_python_dir(&data, |_, _| {}).unwrap();
+    assert_eq!(report.imported, MEMORIES.len());
+    assert_eq!(report.vectors_recomputed, 0, "{report:?}");
+    coral.close().unwrap();
+
+    let Some(model) = test_model() else { return };
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let coral = Coral::open(minilm(&other, &model)).unwrap();
+    let report = coral.import_python_dir(&data, |_, _| {}).unwrap();
+    assert_eq!(report.imported, MEMORIES.len());
+    assert_eq!(report.vectors_recomputed, MEMORIES.len(), "{report:?}");
+    assert!(
+        report.notes.iter().any(|n| n.contains("not made by")),
+        "{report:?}"
+    );
+    assert_eq!(search(&coral, QUERY)[0].item.content, MEMORIES[0]);
+    coral.close().unwrap();
+}
