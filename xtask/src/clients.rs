@@ -80,7 +80,7 @@ fn inspector(tools: &Path) -> Result<PathBuf> {
 /// Build the binary, then run both client checks against it.
 pub fn check(root: &Path) -> Result<()> {
     crate::cargo(&["build", "--quiet", "-p", "coral-mcp"])?;
-    let coral = root.join("target/debug/coral");
+    let coral = crate::target_dir(root).join("debug/coral");
     let tools = root.join("target/ci-tools");
     std::fs::create_dir_all(&tools)?;
 

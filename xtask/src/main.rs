@@ -103,6 +103,14 @@ pub fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Where cargo puts build output: `$CARGO_TARGET_DIR` (relative to the root) or `target/`.
+pub fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { root.join(t) })
+        .unwrap_or_else(|| root.join("target"))
+}
+
 fn cargo(args: &[&str]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("$ cargo {}", args.join(" "));

@@ -78,7 +78,7 @@ pub fn run(root: &Path) -> Result<()> {
         return Ok(());
     }
     crate::cargo(&["build", "--quiet", "--release", "-p", "coral-mcp"])?;
-    let coral_bin = root.join("target/release/coral");
+    let coral_bin = crate::target_dir(root).join("release/coral");
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("coral_config.json");
     std::fs::write(

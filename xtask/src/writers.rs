@@ -77,7 +77,7 @@ fn run_writers(coral: &Path, n: usize) -> Result<f64> {
 
 pub fn run(root: &Path) -> Result<()> {
     crate::cargo(&["build", "--quiet", "--release", "-p", "coral-mcp"])?;
-    let coral = root.join("target/release/coral");
+    let coral = crate::target_dir(root).join("release/coral");
     let one = LINES as f64 / run_writers(&coral, 1)?;
     let two = 2.0 * LINES as f64 / run_writers(&coral, 2)?;
     let four = 4.0 * LINES as f64 / run_writers(&coral, 4)?;
