@@ -82,14 +82,17 @@ impl Timeline {
         };
         let conn = Connection::open(path)?;
         conn.busy_timeout(options.busy_timeout)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(ErrorCode::NotADatabase) => corrupted(
-                    "not an SQLite database; move it away and Coral starts a new timeline".into(),
-                ),
-                _ => Error::Sqlite(e),
-            })?;
+        // Switching to WAL needs a lock SQLite does not wait for (the busy handler is skipped
+        // to avoid deadlocks), so processes opening a new file at once retry here.
+        let mode: String = retry_busy(options.busy_timeout, || {
+            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        })
+        .map_err(|e| match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => corrupted(
+                "not an SQLite database; move it away and Coral starts a new timeline".into(),
+            ),
+            _ => Error::Sqlite(e),
+        })?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(corrupted(format!(
                 "cannot switch to WAL journal mode (got {mode}); is the file on a network share?"
@@ -118,14 +121,25 @@ impl Timeline {
             path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
             detail,
         };
-        let (from, secret) = match schema::migrate(&mut conn, schema::fresh_secret()).map_err(
-            |e| match e {
-                Error::Sqlite(ref s) if s.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
-                    corrupted("not an SQLite database".into())
+        let secret_seed = schema::fresh_secret();
+        let started = std::time::Instant::now();
+        let migrated = loop {
+            match schema::migrate(&mut conn, secret_seed) {
+                Err(Error::Sqlite(ref e))
+                    if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                        && started.elapsed() < options.busy_timeout =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                other => other,
-            },
-        )? {
+                other => break other,
+            }
+        };
+        let (from, secret) = match migrated.map_err(|e| match e {
+            Error::Sqlite(ref s) if s.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
+                corrupted("not an SQLite database".into())
+            }
+            other => other,
+        })? {
             Migrated::Ready { from, secret } => (from, secret),
             Migrated::TooNew(v) => {
                 return Err(corrupted(format!(
@@ -327,4 +341,23 @@ pub(crate) fn turn_status(
     Ok(stmt
         .query_row(rusqlite::params![hard_key, turn_id], |r| r.get(0))
         .optional()?)
+}
+
+/// Run `f` again while SQLite answers "busy", up to `timeout`.
+fn retry_busy<T>(
+    timeout: std::time::Duration,
+    mut f: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let started = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && started.elapsed() < timeout =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
