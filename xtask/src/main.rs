@@ -136,6 +136,8 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ])?;
+    // `coral mcp` checked by the official Python MCP client and the MCP Inspector --strict.
+    clients::check(&root())?;
     // With the ONNX runtime and test model (fetched when the environment lacks them).
     test_models::test_workspace(&root())?;
     // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).
