@@ -442,6 +442,12 @@ impl Journal {
         Ok(())
     }
 
+    /// Move the applied end forward without touching the file (records up to `len` were read
+    /// and applied outside the write lock).
+    pub fn advance_to(&mut self, len: u64) {
+        self.len = self.len.max(len);
+    }
+
     /// fsync now.
     pub fn sync(&self) -> Result<()> {
         self.file.sync_data().at(&self.path)
