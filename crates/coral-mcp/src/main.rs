@@ -415,6 +415,39 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
     json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
 }
 
+/// Read stdin line by line; for each non-blank line, run `handle` and write one JSON
+/// acknowledgement line (or `{"line", "error"}`), flushed before the next line is read.
+/// Returns how many lines failed.
+pub(crate) fn ack_lines(
+    mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
+) -> Result<usize, Failure> {
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    let mut failures = 0usize;
+    for (n, line) in stdin.split(b'\n').enumerate() {
+        let line = line?;
+        let line_no = n + 1;
+        let result = match std::str::from_utf8(&line) {
+            Err(_) => Err(anyhow::anyhow!("line {line_no} is not valid UTF-8")),
+            Ok(text) => {
+                let text = text.strip_suffix('\r').unwrap_or(text);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                handle(text)
+            }
+        };
+        let ack = result.unwrap_or_else(|e| {
+            failures += 1;
+            json!({"line": line_no, "error": format!("{e:#}")})
+        });
+        serde_json::to_writer(&mut out, &ack)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    Ok(failures)
+}
+
 /// `insert --stdin`: one memory per line; one JSON acknowledgement line per memory, printed
 /// and flushed only once the memory is durable.
 fn insert_stream(
@@ -424,47 +457,19 @@ fn insert_stream(
     at: Option<f64>,
     jsonl: bool,
 ) -> Result<u8, Failure> {
-    let stdin = std::io::stdin().lock();
-    let mut out = std::io::stdout().lock();
-    let mut failures = 0usize;
-    for (n, line) in stdin.split(b'\n').enumerate() {
-        let line = line?;
-        let line_no = n + 1;
-        let result = std::str::from_utf8(&line)
-            .map_err(|_| anyhow::anyhow!("line {line_no} is not valid UTF-8"))
-            .and_then(|text| {
-                let text = text.strip_suffix('\r').unwrap_or(text);
-                if text.trim().is_empty() {
-                    return Ok(None);
-                }
-                if jsonl {
-                    let op = parse_jsonl(text, importance, project.clone(), at)
-                        .map_err(|e| anyhow::anyhow!("line {line_no}: {e}"))?;
-                    return Ok(Some(run_op(coral, op)?));
-                }
-                let options = InsertOptions {
-                    importance,
-                    project: project.clone(),
-                    timestamp: at,
-                    now: None,
-                };
-                Ok(Some(insert_json(&coral.insert_with(text, options)?)))
-            });
-        match result {
-            Ok(None) => continue,
-            Ok(Some(ack)) => serde_json::to_writer(&mut out, &ack)?,
-            Err(e) => {
-                failures += 1;
-                serde_json::to_writer(
-                    &mut out,
-                    &json!({"line": line_no, "error": format!("{e:#}")}),
-                )?;
-            }
+    let failures = ack_lines(|text| {
+        if jsonl {
+            let op = parse_jsonl(text, importance, project.clone(), at)?;
+            return run_op(coral, op);
         }
-        out.write_all(b"\n")?;
-        out.flush()?;
-    }
-    drop(out);
+        let options = InsertOptions {
+            importance,
+            project: project.clone(),
+            timestamp: at,
+            now: None,
+        };
+        Ok(insert_json(&coral.insert_with(text, options)?))
+    })?;
     coral.flush()?;
     if failures > 0 {
         eprintln!("coral: {failures} line(s) were not inserted (see the error lines)");

@@ -4,8 +4,6 @@
 //! directory lock, so they work while an MCP server runs on the same directory, and several
 //! can run at once (the threads file has its own lock-file protocol).
 
-use std::io::{BufRead, Write};
-
 use clap::Subcommand;
 use coral::{Config, StepView, ThreadStatusReport, ThreadView, Threads};
 use serde_json::{Map, Value, json};
@@ -222,37 +220,14 @@ fn advance_stream(
     done: Option<bool>,
     by: Option<&str>,
 ) -> Result<u8, Failure> {
-    let stdin = std::io::stdin().lock();
-    let mut out = std::io::stdout().lock();
-    let mut failures = 0usize;
-    for (n, line) in stdin.split(b'\n').enumerate() {
-        let line = line?;
-        let line_no = n + 1;
-        let result = std::str::from_utf8(&line)
-            .map_err(|_| anyhow::anyhow!("line {line_no} is not valid UTF-8"))
-            .and_then(|text| {
-                let text = text.strip_suffix('\r').unwrap_or(text);
-                if text.trim().is_empty() {
-                    return Ok(None);
-                }
-                Ok(Some(threads.advance(thread_id, text, done, by)?))
-            });
-        let ack = match result {
-            Ok(None) => continue,
-            Ok(Some(t)) => match t.steps.last() {
-                Some(s) => json!({"ok": true, "thread_id": t.thread_id, "step_id": s.step_id,
-                                  "seq": s.seq, "done": s.done}),
-                None => json!({"ok": true, "thread_id": t.thread_id}),
-            },
-            Err(e) => {
-                failures += 1;
-                json!({"line": line_no, "error": format!("{e:#}")})
-            }
-        };
-        serde_json::to_writer(&mut out, &ack)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
-    }
+    let failures = crate::ack_lines(|text| {
+        let t = threads.advance(thread_id, text, done, by)?;
+        Ok(match t.steps.last() {
+            Some(s) => json!({"ok": true, "thread_id": t.thread_id, "step_id": s.step_id,
+                              "seq": s.seq, "done": s.done}),
+            None => json!({"ok": true, "thread_id": t.thread_id}),
+        })
+    })?;
     if failures > 0 {
         eprintln!("coral: {failures} line(s) were not recorded (see the error lines)");
         return Ok(1);
