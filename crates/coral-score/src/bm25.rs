@@ -296,6 +296,76 @@ impl Bm25Index {
         acc.into_vec()
     }
 
+    /// BM25 scores computed as if the index held only `candidates`: the document count,
+    /// average length and document frequencies are those of the candidates, so a filter applied
+    /// before scoring (a namespace, a time window) gives the scores a corpus of just those
+    /// documents would. Ids not in the index are ignored, duplicates count once. Returns the
+    /// candidates sharing a term with the query, in no particular order.
+    ///
+    /// Costs O(candidates + postings of the query's terms).
+    ///
+    /// ```
+    /// use coral_score::{Bm25Index, Bm25Params, Bm25Query};
+    /// let mut index = Bm25Index::new();
+    /// index.insert_text(0, "可乐");
+    /// index.insert_text(1, "可乐 雪碧");
+    /// index.insert_text(2, "雪碧");
+    /// let q = Bm25Query::from_text("雪碧");
+    /// let p = Bm25Params::default();
+    /// let mut small = Bm25Index::new();
+    /// small.insert_text(1, "可乐 雪碧");
+    /// small.insert_text(2, "雪碧");
+    /// let mut within = index.scores_within(&q, p, &[1, 2]);
+    /// within.sort_by_key(|h| h.0);
+    /// let mut alone = small.scores(&q, p);
+    /// alone.sort_by_key(|h| h.0);
+    /// assert_eq!(within, alone);
+    /// ```
+    pub fn scores_within(
+        &self,
+        query: &Bm25Query,
+        params: Bm25Params,
+        candidates: &[u32],
+    ) -> Vec<(u32, f64)> {
+        let mut member = vec![false; self.doc_bound as usize];
+        let mut n_docs = 0u64;
+        let mut total_len = 0u64;
+        for &doc in candidates {
+            let Some(d) = self.docs.get(&doc) else {
+                continue;
+            };
+            if !member[doc as usize] {
+                member[doc as usize] = true;
+                n_docs += 1;
+                total_len += u64::from(d.len);
+            }
+        }
+        if n_docs == 0 {
+            return Vec::new();
+        }
+        let n = n_docs as f64;
+        let avg_len = total_len as f64 / n;
+        let mut acc = Accumulator::new(self.doc_bound, self.docs.len());
+        for (term, weight) in query.terms() {
+            if *weight == 0.0 || !weight.is_finite() {
+                continue;
+            }
+            let Some(&id) = self.term_ids.get(term.as_str()) else {
+                continue;
+            };
+            let list = &self.postings[id as usize];
+            let df = list.iter().filter(|p| member[p.doc as usize]).count() as f64;
+            if df == 0.0 {
+                continue;
+            }
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for p in list.iter().filter(|p| member[p.doc as usize]) {
+                acc.add(p.doc, weight * idf * term_weight(p, avg_len, params));
+            }
+        }
+        acc.into_vec()
+    }
+
     /// BM25 score of one document (0 when absent or sharing no term).
     pub fn score(&self, query: &Bm25Query, params: Bm25Params, doc: u32) -> f64 {
         let Some(d) = self.docs.get(&doc) else {
@@ -646,6 +716,43 @@ mod tests {
                 prop_assert!((sa - sb).abs() < 1e-9);
                 prop_assert!(sa.is_finite() && *sa > 0.0);
                 prop_assert!((index.score(&q, p, *da) - sa).abs() < 1e-9);
+            }
+        }
+
+        /// Scoring within a subset equals scoring an index of just that subset.
+        #[test]
+        fn within_a_subset_equals_an_index_of_it(
+            docs in proptest::collection::vec(
+                proptest::collection::vec(0usize..WORDS.len(), 0..6),
+                1..20,
+            ),
+            keep in proptest::collection::vec(any::<bool>(), 20),
+            query in proptest::collection::vec(0usize..WORDS.len(), 1..4),
+        ) {
+            let mut index = Bm25Index::new();
+            let mut subset = Bm25Index::new();
+            let mut candidates = Vec::new();
+            for (doc, words) in docs.iter().enumerate() {
+                let text: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+                index.insert_text(doc as u32, &text.join(" "));
+                if keep[doc] {
+                    subset.insert_text(doc as u32, &text.join(" "));
+                    candidates.push(doc as u32);
+                    candidates.push(doc as u32); // duplicates count once
+                }
+            }
+            candidates.push(999); // not in the index: ignored
+            let words: Vec<&str> = query.iter().map(|&w| WORDS[w]).collect();
+            let q = Bm25Query::from_text(&words.join(" "));
+            let p = Bm25Params::default();
+            let mut a = index.scores_within(&q, p, &candidates);
+            let mut b = subset.scores(&q, p);
+            a.sort_by_key(|e| e.0);
+            b.sort_by_key(|e| e.0);
+            prop_assert_eq!(a.len(), b.len());
+            for ((da, sa), (db, sb)) in a.iter().zip(&b) {
+                prop_assert_eq!(da, db);
+                prop_assert!((sa - sb).abs() < 1e-9);
             }
         }
     }
