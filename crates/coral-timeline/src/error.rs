@@ -46,6 +46,10 @@ pub enum Error {
         /// What is wrong and what to do.
         detail: String,
     },
+    /// The summarising language model failed or gave an unusable answer; nothing was written
+    /// and the next call tries again.
+    #[error("summary model: {0}")]
+    Llm(String),
     /// SQLite failed (I/O, locking, full disk).
     #[error("timeline database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -53,7 +57,7 @@ pub enum Error {
 
 impl Error {
     /// A short machine-readable code for transports: `invalid_input`, `unknown_turn`,
-    /// `turn_closed`, `pending_actions`, `conflict`, `corrupted` or `storage`.
+    /// `turn_closed`, `pending_actions`, `conflict`, `llm_failed`, `corrupted` or `storage`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "invalid_input",
@@ -62,13 +66,17 @@ impl Error {
             Error::PendingActions { .. } => "pending_actions",
             Error::Conflict(_) => "conflict",
             Error::Corrupted { .. } => "corrupted",
+            Error::Llm(_) => "llm_failed",
             Error::Sqlite(_) => "storage",
         }
     }
 
     /// True when the caller's input (not the storage) was at fault.
     pub fn is_caller_error(&self) -> bool {
-        !matches!(self, Error::Corrupted { .. } | Error::Sqlite(_))
+        !matches!(
+            self,
+            Error::Corrupted { .. } | Error::Sqlite(_) | Error::Llm(_)
+        )
     }
 }
 

@@ -57,26 +57,38 @@
 //! # Ok::<(), coral_timeline::Error>(())
 //! ```
 
+mod browse;
+mod context;
 mod cursor;
 mod entry;
 mod error;
 mod history;
+mod layers;
 mod metrics;
 mod namespace;
 mod owner;
 mod read;
+mod retrieve;
 mod schema;
 mod settle;
 mod timeline;
 mod turns;
 mod tz;
 
+pub use browse::{
+    BrowseCard, BrowseRequest, BrowseResult, Coverage, DEFAULT_PAGE_SIZE, KeywordHit, KeywordMatch,
+    MAX_PAGE_SIZE, OpenedSummary, SourcesPage, keyword_hits,
+};
+pub use context::{CONTEXT_HEADER, Context, ContextRequest};
 pub use entry::{
     EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
     tool_segment,
 };
 pub use error::{Error, Result};
 pub use history::{History, HistoryFormat, HistoryTokens};
+pub use layers::{
+    CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLlm, normalize_terms,
+};
 pub use metrics::Metrics;
 pub use namespace::{DEFAULT_ID, MAX_ID_CHARS, Namespace};
 pub use owner::Owner;
@@ -84,6 +96,10 @@ pub use read::{
     DEFAULT_ANCHOR_TURNS, Detail, EntryView, MAX_ANCHOR_TURNS, OpenRequest, OpenResult,
     OpenedMemory, Projection, ReadRequest, ReadResult, ReadStatus, TimeRange, UnitView, View,
     with_ok,
+};
+pub use retrieve::{
+    ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_LIMIT, RRF_K, RetrieveHit, RetrieveRequest, RetrieveResult,
+    TextEmbedder, TimeHint,
 };
 pub use schema::SCHEMA_VERSION;
 pub use settle::{

@@ -211,6 +211,21 @@ pub enum View {
     Card,
     /// The stored text.
     Content,
+    /// A summary's sources: the turns (episodic) or summaries (semantic) it was made from,
+    /// paged.
+    Sources,
+}
+
+impl View {
+    /// Parse `card`, `content` or `sources`.
+    pub fn parse(s: &str) -> Result<View, String> {
+        match s {
+            "card" => Ok(View::Card),
+            "content" => Ok(View::Content),
+            "sources" => Ok(View::Sources),
+            other => Err(format!("view {other:?} is not card, content or sources")),
+        }
+    }
 }
 
 /// How much content `open_memory` returns.
@@ -235,6 +250,10 @@ pub struct OpenRequest {
     pub cross_conversation: bool,
     /// IANA time zone of the `time` label (default `UTC`).
     pub timezone: Option<String>,
+    /// View `sources`: sources per page (0: 5, at most 50).
+    pub page_size: usize,
+    /// View `sources`: `next_cursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// One entry opened by id.
@@ -304,9 +323,12 @@ pub struct OpenResult {
     /// Why, when not `ok`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The memory.
+    /// The memory, when it is a timeline entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<OpenedMemory>,
+    /// The memory, when it is a summary or semantic memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::browse::OpenedSummary>,
 }
 
 enum Mode {
@@ -340,7 +362,7 @@ impl Key {
     }
 }
 
-enum Failure {
+pub(crate) enum Failure {
     Invalid(String),
     Unavailable(String),
 }
@@ -360,7 +382,7 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
-fn zone_of(name: Option<&str>) -> Result<(Tz, String), Failure> {
+pub(crate) fn zone_of(name: Option<&str>) -> Result<(Tz, String), Failure> {
     let name = name
         .map(str::trim)
         .filter(|n| !n.is_empty())
@@ -637,6 +659,7 @@ impl Timeline {
             status,
             message: Some(message),
             memory: None,
+            summary: None,
         };
         if let Err(e) = ns.validate().and_then(|_| check_id("memory_id", memory_id)) {
             return fail(ReadStatus::InvalidFilter, e.to_string());
@@ -647,6 +670,27 @@ impl Timeline {
                 return fail(ReadStatus::InvalidFilter, m);
             }
         };
+        match self.open_summary(ns, memory_id, req, zone) {
+            Ok(Some(summary)) => {
+                return OpenResult {
+                    status: ReadStatus::Ok,
+                    message: None,
+                    memory: None,
+                    summary: Some(summary),
+                };
+            }
+            Ok(None) => {}
+            Err(Failure::Invalid(m)) => return fail(ReadStatus::InvalidFilter, m),
+            Err(Failure::Unavailable(m)) => return fail(ReadStatus::Unavailable, m),
+        }
+        if req.view == View::Sources {
+            return fail(
+                ReadStatus::InvalidFilter,
+                format!(
+                    "{memory_id:?} is not a summary here; view=sources opens the sources of a                      summary (browse_memory lists them), and an entry's text is view=content"
+                ),
+            );
+        }
         let hk = ns.hard_key();
         let scope = (!req.cross_conversation).then_some(ns.conversation_id.as_str());
         let found = self.read(|tx| {
@@ -680,6 +724,7 @@ impl Timeline {
         let (card, preview, content) = match req.view {
             View::Card if folded => (row.card.clone(), None, None),
             View::Card => (None, Some(preview(&row.text)), None),
+            View::Sources => (None, None, None),
             View::Content => {
                 let text = match req.detail {
                     Detail::Full => row.text.clone(),
@@ -718,11 +763,12 @@ impl Timeline {
                 preview,
                 content,
             }),
+            summary: None,
         }
     }
 }
 
-fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match collapsed.char_indices().nth(200) {
         Some((cut, _)) => format!("{}…", &collapsed[..cut]),
@@ -812,7 +858,7 @@ fn anchor_keys(
     ))
 }
 
-fn unit_view(
+pub(crate) fn unit_view(
     tx: &Transaction<'_>,
     hk: &str,
     rows: &[Row],

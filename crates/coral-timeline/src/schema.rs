@@ -88,6 +88,63 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (hard_key, source_id)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 1 -> 2: summaries (episodic and semantic), their sources, each conversation's raw floor,
+    // and the vectors retrieval computes for entries and summaries.
+    r#"
+    CREATE TABLE summaries (
+        summary_pk INTEGER PRIMARY KEY,
+        hard_key TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        summary_id TEXT NOT NULL,
+        layer TEXT NOT NULL CHECK (layer IN ('episodic', 'semantic')),
+        title TEXT NOT NULL,
+        hint TEXT NOT NULL,
+        body TEXT NOT NULL,
+        facet TEXT,
+        entity_anchors TEXT NOT NULL,
+        topic_terms TEXT NOT NULL,
+        period_start REAL NOT NULL,
+        period_end REAL NOT NULL,
+        created_at REAL NOT NULL,
+        tokens INTEGER NOT NULL,
+        first_unit_seq INTEGER,
+        last_unit_seq INTEGER,
+        rolled_into TEXT,
+        UNIQUE (hard_key, summary_id)
+    ) STRICT;
+    CREATE INDEX summaries_conversation ON summaries (hard_key, conversation_id, layer, summary_pk);
+    CREATE INDEX summaries_period ON summaries (hard_key, period_start);
+
+    -- What a summary was made from: raw units (episodic) or episodic summaries (semantic).
+    CREATE TABLE summary_sources (
+        hard_key TEXT NOT NULL,
+        summary_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        unit_seq INTEGER,
+        source_summary_id TEXT,
+        PRIMARY KEY (hard_key, summary_id, position)
+    ) STRICT, WITHOUT ROWID;
+
+    -- Units of a conversation below raw_floor are summarised: the context shows their summary.
+    CREATE TABLE compaction (
+        hard_key TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        raw_floor INTEGER NOT NULL,
+        compactions INTEGER NOT NULL,
+        rollups INTEGER NOT NULL,
+        last_at REAL NOT NULL,
+        PRIMARY KEY (hard_key, conversation_id)
+    ) STRICT, WITHOUT ROWID;
+
+    -- One vector per entry or summary, tagged with the embedder that made it.
+    CREATE TABLE vectors (
+        hard_key TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (hard_key, item_id)
+    ) STRICT, WITHOUT ROWID;
+    "#,
 ];
 
 /// Bring `conn` to [`SCHEMA_VERSION`] and return the cursor secret (stored on first open), or

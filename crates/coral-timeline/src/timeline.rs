@@ -56,6 +56,7 @@ pub struct Timeline {
     pub(crate) owner: Owner,
     path: Option<PathBuf>,
     migrated_from: i64,
+    pub(crate) retrieval: crate::retrieve::RetrievalCache,
 }
 
 impl std::fmt::Debug for Timeline {
@@ -159,6 +160,7 @@ impl Timeline {
             owner: options.owner,
             path,
             migrated_from: from,
+            retrieval: Default::default(),
         })
     }
 

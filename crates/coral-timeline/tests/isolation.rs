@@ -78,12 +78,36 @@ fn every_statement_on_entries_or_turns_filters_on_the_hard_key() {
                 assert!(src.contains("const ROW_SELECT: &str = \"SELECT e.conversation_id"));
                 continue;
             }
-            let statement = ["SELECT ", "UPDATE ", "DELETE ", "INSERT ", "{ROW_SELECT}"]
-                .iter()
-                .any(|k| upper.trim_start().starts_with(&k.to_uppercase()));
-            let on_timeline = ["ENTRIES", "TURNS", "SETTLEMENTS", "{ROW_SELECT}"]
-                .iter()
-                .any(|t| upper.contains(t));
+            // `SUMMARY_SELECT` likewise: its one subquery joins on the outer row's hard key, and
+            // the statements built on it start with `{SUMMARY_SELECT}`.
+            if upper.starts_with("SELECT SUMMARY_ID, LAYER") && upper.ends_with("FROM SUMMARIES S")
+            {
+                assert!(upper.contains("SS.HARD_KEY = S.HARD_KEY"));
+                continue;
+            }
+            let statement = [
+                "SELECT ",
+                "UPDATE ",
+                "DELETE ",
+                "INSERT ",
+                "{ROW_SELECT}",
+                "{SUMMARY_SELECT}",
+            ]
+            .iter()
+            .any(|k| upper.trim_start().starts_with(&k.to_uppercase()));
+            let on_timeline = [
+                "ENTRIES",
+                "TURNS",
+                "SETTLEMENTS",
+                "SUMMARIES",
+                "SUMMARY_SOURCES",
+                "COMPACTION",
+                "VECTORS",
+                "{ROW_SELECT}",
+                "{SUMMARY_SELECT}",
+            ]
+            .iter()
+            .any(|t| upper.contains(t));
             if !statement || !on_timeline {
                 continue;
             }

@@ -30,9 +30,17 @@ pub fn dump(path: &Path) -> String {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     out.push_str(&format!("user_version {version}\n"));
-    for table in ["meta", "turns", "entries"] {
+    for (table, order) in [
+        ("meta", "rowid"),
+        ("turns", "rowid"),
+        ("entries", "rowid"),
+        ("settlements", "1, 2"),
+        ("summaries", "rowid"),
+        ("summary_sources", "1, 2, 3"),
+        ("compaction", "1, 2"),
+    ] {
         let mut stmt = conn
-            .prepare(&format!("SELECT * FROM {table} ORDER BY rowid"))
+            .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
             .unwrap();
         let n = stmt.column_count();
         let mut rows = stmt.query([]).unwrap();

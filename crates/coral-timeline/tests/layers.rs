@@ -1,0 +1,498 @@
+//! Summaries and the context: compaction by the raw-token hysteresis, whole turns only, roll-ups
+//! into semantic memories, LLM failures that write nothing, and a context whose prefix stays
+//! byte-identical between compactions (the prefix-cache figure of issue 9).
+
+mod common;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use coral_timeline::{
+    BeginTurn, CompleteTurn, ContextRequest, EntryInput, Error, LayerSettings, Namespace,
+    OpenRequest, ReadStatus, SummaryLlm, Timeline, ToolExchange, View,
+};
+use serde_json::json;
+
+use common::{Rng, T0, dump, ns, temp_timeline};
+
+/// A summariser answering from the transcript it is sent: the title names the first and last
+/// user lines, anchors are the `#tags` found. Or, when told to, a failure.
+struct Scripted {
+    calls: AtomicUsize,
+    fail: Mutex<Option<String>>,
+}
+
+impl Scripted {
+    fn new() -> Scripted {
+        Scripted {
+            calls: AtomicUsize::new(0),
+            fail: Mutex::new(None),
+        }
+    }
+}
+
+fn tags(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .split(|c: char| c.is_whitespace() || c == '"' || c == ',')
+        .filter_map(|w| w.strip_prefix('#'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl SummaryLlm for Scripted {
+    fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(answer) = self.fail.lock().unwrap().clone() {
+            return if answer == "down" {
+                Err("connection refused".into())
+            } else {
+                Ok(answer)
+            };
+        }
+        let anchors = tags(user);
+        if system.contains("semantic") && user.contains("episodic summaries") {
+            return Ok(json!({"memories": [{
+                "title": "长期偏好",
+                "content": format!("用户长期关注 {}", anchors.join("、")),
+                "facet": "preference",
+                "entity_anchors": anchors,
+                "topic_terms": ["偏好"],
+            }]})
+            .to_string());
+        }
+        let turns = user.matches("] user:").count();
+        Ok(json!({
+            "title": format!("{turns} 轮对话"),
+            "summary": format!("讨论了 {}", anchors.join(" #")),
+            "hint": "回顾",
+            "entity_anchors": anchors,
+            "topic_terms": ["对话"],
+        })
+        .to_string())
+    }
+}
+
+/// One finished turn: a user line, maybe a tool call with a long result, an answer; `i` also
+/// sets how long the lines are (a question of 1–3 sentences, an answer of 2–7).
+fn turn(t: &Timeline, ns: &Namespace, i: usize, tool_bytes: usize, at: f64) {
+    let ask = "请帮我看看这个方案的细节和可能的风险。".repeat(1 + i % 3);
+    let answer = "这个方案整体可行，但要注意预算和时间安排。".repeat(2 + i % 6);
+    let handle = t
+        .begin_turn(
+            ns,
+            &BeginTurn {
+                stimuli: vec![EntryInput::user(format!("第{i}个问题 #话题{} {ask}", i % 7)).at(at)],
+                ..BeginTurn::default()
+            },
+            at,
+        )
+        .unwrap();
+    if tool_bytes > 0 {
+        t.record_tool_exchange(
+            ns,
+            &handle.turn_id,
+            &ToolExchange {
+                tool_name: "shell".into(),
+                call_id: format!("call_{i}"),
+                input: json!({"cmd": format!("run {i}")}),
+                result: "x".repeat(tool_bytes),
+                ..ToolExchange::default()
+            },
+            at + 1.0,
+        )
+        .unwrap();
+    }
+    t.complete_turn(
+        ns,
+        &handle.turn_id,
+        &CompleteTurn::answer(format!("回答{i}：{answer}")),
+        at + 2.0,
+    )
+    .unwrap();
+}
+
+fn utc() -> chrono_tz::Tz {
+    chrono_tz::UTC
+}
+
+/// Prefix-cache figures over a scripted conversation of `turns` turns, compacting whenever
+/// due: (requests whose context starts with the previous one, prefix bytes reused / bytes of
+/// previous contexts, compactions).
+fn prefix_run(turns: usize, settings: &LayerSettings) -> (f64, f64, usize, usize) {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let mut rng = Rng(42);
+    let req = ContextRequest {
+        timezone: Some("Asia/Shanghai".into()),
+        settings: settings.clone(),
+    };
+    let (mut hits, mut requests, mut reused, mut offered) = (0usize, 0usize, 0u64, 0u64);
+    let mut previous: Option<String> = None;
+    let mut compactions = 0;
+    for i in 0..turns {
+        let at = T0 + i as f64 * 600.0;
+        // The request of turn i: the context before its stimulus.
+        let ctx = t.context(&ns, &req).unwrap();
+        if let Some(prev) = &previous {
+            requests += 1;
+            if ctx.text.starts_with(prev.as_str()) {
+                hits += 1;
+            }
+            let common = prev
+                .bytes()
+                .zip(ctx.text.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            reused += common as u64;
+            offered += prev.len() as u64;
+        }
+        previous = Some(ctx.text);
+        let tool = if rng.below(10) < 3 {
+            1_000 + rng.below(3_000) as usize
+        } else {
+            0
+        };
+        turn(&t, &ns, i, tool, at);
+        let status = t.layer_status(&ns, settings).unwrap();
+        if status.compaction_due || status.rollup_due {
+            let report = t.compact(&ns, settings, &llm, utc(), at + 3.0).unwrap();
+            compactions += usize::from(report.episodic.is_some());
+        }
+    }
+    (
+        hits as f64 / requests as f64,
+        reused as f64 / offered as f64,
+        compactions,
+        requests,
+    )
+}
+
+#[test]
+fn the_context_prefix_is_stable_between_compactions() {
+    let settings = LayerSettings::default();
+    let (hit_rate, byte_reuse, compactions, requests) = prefix_run(300, &settings);
+    println!(
+        "300 turns, default settings: {requests} requests, prefix hit rate {hit_rate:.3}, \
+         prefix bytes reused {byte_reuse:.3}, {compactions} compactions"
+    );
+    assert!(compactions >= 2, "the script must reach the trigger");
+    assert!(hit_rate >= 0.9, "prefix hit rate {hit_rate}");
+    assert!(byte_reuse >= 0.9, "byte reuse {byte_reuse}");
+    // Without the hysteresis (a compaction every turn) the same measure collapses, so the
+    // figure above measures something.
+    let eager = LayerSettings {
+        raw_token_trigger: 100,
+        raw_token_batch_ratio: 0.05,
+        ..LayerSettings::default()
+    };
+    let (eager_rate, _, _, _) = prefix_run(60, &eager);
+    assert!(eager_rate < 0.5, "eager compaction hit rate {eager_rate}");
+}
+
+#[test]
+fn compaction_summarises_whole_old_turns_and_keeps_the_newest_raw() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 1_500,
+        ..LayerSettings::default()
+    };
+    let mut at = T0;
+    for i in 0..12 {
+        turn(&t, &ns, i, if i % 3 == 0 { 1_200 } else { 0 }, at);
+        at += 60.0;
+    }
+    // A turn still open: never summarised, never shown in the context.
+    let open = t
+        .begin_turn(ns_ref(&ns), &BeginTurn::user("还没结束 #未完"), at)
+        .unwrap();
+    t.append_action(
+        &ns,
+        &open.turn_id,
+        &EntryInput::new("tool.shell.call", r#"{"cmd":"sleep"}"#).correlation("call_open"),
+        at + 1.0,
+    )
+    .unwrap();
+    let before = t.layer_status(&ns, &settings).unwrap();
+    assert!(before.compaction_due, "{before:?}");
+    let report = t.compact(&ns, &settings, &llm, utc(), at + 5.0).unwrap();
+    let summary = report.episodic.clone().expect("a summary");
+    assert!(report.summarised_units >= 1 && report.summarised_units < 12);
+    // About 67 % of the raw tokens went, the newest turns stayed.
+    let after = report.status.clone();
+    assert!(
+        after.raw_tokens < before.raw_tokens / 2,
+        "{before:?} -> {after:?}"
+    );
+    assert!(after.raw_units >= 1);
+    assert_eq!(after.compactions, 1);
+    // The summary's period is its sources' first and last entry.
+    assert_eq!(summary.period_start, T0);
+    assert!(summary.period_end < at && summary.period_end > T0);
+    assert_eq!(summary.source_count, report.summarised_units);
+    // Sources are whole turns: each has its stimulus, its calls with results, its answer.
+    let opened = t.open_memory(
+        &ns,
+        &summary.memory_id,
+        &OpenRequest {
+            view: View::Sources,
+            page_size: 50,
+            ..OpenRequest::default()
+        },
+    );
+    assert_eq!(opened.status, ReadStatus::Ok, "{opened:?}");
+    let sources = opened.summary.unwrap().sources.unwrap();
+    assert_eq!(sources.units.len(), report.summarised_units);
+    for unit in &sources.units {
+        let calls = unit
+            .entries
+            .iter()
+            .filter(|e| e.turn_role == "action")
+            .count();
+        let results = unit
+            .entries
+            .iter()
+            .filter(|e| e.turn_role == "observation")
+            .count();
+        assert_eq!(calls, results);
+        assert_eq!(unit.entries.last().unwrap().turn_role, "final");
+        assert_eq!(unit.turn_status.as_deref(), Some("completed"));
+    }
+    // The context: summary first, then the raw turns left, and not the open turn.
+    let ctx = t
+        .context(
+            &ns,
+            &ContextRequest {
+                settings: settings.clone(),
+                ..ContextRequest::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(ctx.episodic, [summary.memory_id.clone()]);
+    assert_eq!(ctx.open_turns, 1);
+    assert!(!ctx.text.contains("还没结束"));
+    assert!(ctx.text.contains("[阶段摘要 episodic summaries]"));
+    assert!(ctx.text.contains(&format!("| {}]", summary.memory_id)));
+    assert!(
+        !ctx.text.contains("第0个问题"),
+        "summarised turns leave the raw window"
+    );
+    assert!(ctx.text.contains("第11个问题"));
+    assert!(ctx.text.contains("[日期 2026-04-10 周五]"));
+    // Nothing is due any more: a second call does nothing and asks nothing.
+    let calls = llm.calls.load(Ordering::SeqCst);
+    let again = t.compact(&ns, &settings, &llm, utc(), at + 6.0).unwrap();
+    assert!(again.episodic.is_none() && again.semantic.is_empty());
+    assert_eq!(llm.calls.load(Ordering::SeqCst), calls);
+}
+
+fn ns_ref(ns: &Namespace) -> &Namespace {
+    ns
+}
+
+#[test]
+fn ten_summaries_roll_five_up_into_semantic_memories() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 150,
+        ..LayerSettings::default()
+    };
+    let mut at = T0;
+    let mut rolled = None;
+    for i in 0..200 {
+        turn(&t, &ns, i, 0, at);
+        at += 60.0;
+        let status = t.layer_status(&ns, &settings).unwrap();
+        if status.compaction_due || status.rollup_due {
+            let report = t.compact(&ns, &settings, &llm, utc(), at).unwrap();
+            if !report.semantic.is_empty() {
+                rolled = Some(report);
+                break;
+            }
+        }
+    }
+    let report = rolled.expect("a roll-up within 200 turns");
+    assert_eq!(report.rolled_up, 5);
+    assert_eq!(report.status.episodic_pending, 5);
+    let memory = &report.semantic[0];
+    assert_eq!(memory.layer, "semantic");
+    assert_eq!(memory.facet.as_deref(), Some("preference"));
+    assert_eq!(memory.source_count, 5);
+    // Its sources are the five rolled-up summaries, in order, paged two at a time.
+    let page = |cursor: Option<String>| {
+        t.open_memory(
+            &ns,
+            &memory.memory_id,
+            &OpenRequest {
+                view: View::Sources,
+                page_size: 2,
+                cursor,
+                ..OpenRequest::default()
+            },
+        )
+        .summary
+        .unwrap()
+        .sources
+        .unwrap()
+    };
+    let first = page(None);
+    assert_eq!(
+        (first.summaries.len(), first.total, first.remaining),
+        (2, 5, 3)
+    );
+    let second = page(first.next_cursor.clone());
+    let third = page(second.next_cursor.clone());
+    assert_eq!(third.summaries.len(), 1);
+    assert!(third.next_cursor.is_none());
+    let mut ids: Vec<String> = first
+        .summaries
+        .iter()
+        .map(|c| c.memory_id.clone())
+        .collect();
+    ids.extend(second.summaries.iter().map(|c| c.memory_id.clone()));
+    ids.extend(third.summaries.iter().map(|c| c.memory_id.clone()));
+    assert!(first.summaries.iter().all(|c| c.rolled_into.is_some()));
+    ids.dedup();
+    assert_eq!(ids.len(), 5);
+    // The context shows the memory and only the summaries not rolled up.
+    let ctx = t
+        .context(
+            &ns,
+            &ContextRequest {
+                settings: settings.clone(),
+                ..ContextRequest::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(ctx.semantic, [memory.memory_id.clone()]);
+    assert_eq!(ctx.episodic.len(), 5);
+    assert!(ids.iter().all(|id| !ctx.episodic.contains(id)));
+    let semantic_at = ctx.text.find("[长期记忆 semantic memory]").unwrap();
+    let episodic_at = ctx.text.find("[阶段摘要 episodic summaries]").unwrap();
+    let raw_at = ctx.text.find("[近期对话 recent conversation]").unwrap();
+    assert!(semantic_at < episodic_at && episodic_at < raw_at);
+    // A cursor of one memory does not open another's sources.
+    let other = &ctx.episodic[0];
+    let misuse = t.open_memory(
+        &ns,
+        other,
+        &OpenRequest {
+            view: View::Sources,
+            cursor: first.next_cursor,
+            ..OpenRequest::default()
+        },
+    );
+    assert_eq!(misuse.status, ReadStatus::InvalidFilter);
+}
+
+#[test]
+fn llm_failures_write_nothing_and_the_next_call_retries() {
+    let (t, dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 300,
+        ..LayerSettings::default()
+    };
+    for i in 0..10 {
+        turn(&t, &ns, i, 0, T0 + i as f64 * 60.0);
+    }
+    assert!(t.layer_status(&ns, &settings).unwrap().compaction_due);
+    let path = dir.path().join("timeline.sqlite3");
+    let before = dump(&path);
+    for failure in [
+        "down",
+        "I'm sorry, I can't do that.",
+        "{\"title\": \"t\"}",
+        "{\"title\": \"t\", \"summary\": \"s\", \"entity_anchors\": {\"a\": 1}}",
+        "[\"not\", \"an object\"]",
+    ] {
+        *llm.fail.lock().unwrap() = Some(failure.to_string());
+        let err = t
+            .compact(&ns, &settings, &llm, utc(), T0 + 900.0)
+            .unwrap_err();
+        assert!(matches!(err, Error::Llm(_)), "{failure}: {err}");
+        assert_eq!(err.code(), "llm_failed");
+        assert_eq!(dump(&path), before, "{failure} changed the file");
+    }
+    *llm.fail.lock().unwrap() = None;
+    let report = t.compact(&ns, &settings, &llm, utc(), T0 + 900.0).unwrap();
+    assert!(report.episodic.is_some());
+    assert_ne!(dump(&path), before);
+}
+
+#[test]
+fn a_slow_model_does_not_block_readers_or_writers() {
+    struct Slow(std::sync::mpsc::Receiver<()>);
+    // Receiver is not Sync; wrap it.
+    struct SlowLlm(Mutex<Slow>);
+    impl SummaryLlm for SlowLlm {
+        fn complete(&self, _: &str, _: &str) -> Result<String, String> {
+            let slow = self.0.lock().unwrap();
+            slow.0.recv().ok();
+            Ok(json!({"title": "t", "summary": "s"}).to_string())
+        }
+    }
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let settings = LayerSettings {
+        raw_token_trigger: 300,
+        ..LayerSettings::default()
+    };
+    for i in 0..10 {
+        turn(&t, &ns, i, 0, T0 + i as f64 * 60.0);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let llm = SlowLlm(Mutex::new(Slow(rx)));
+    std::thread::scope(|s| {
+        let compaction = s.spawn(|| t.compact(&ns, &settings, &llm, utc(), T0 + 2_000.0));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // While the model thinks, the timeline answers and takes writes.
+        turn(&t, &ns, 99, 0, T0 + 1_000.0);
+        let ctx = t
+            .context(
+                &ns,
+                &ContextRequest {
+                    settings: settings.clone(),
+                    ..ContextRequest::default()
+                },
+            )
+            .unwrap();
+        assert!(ctx.text.contains("第99个问题"));
+        tx.send(()).unwrap();
+        let report = compaction.join().unwrap().unwrap();
+        assert!(report.episodic.is_some());
+    });
+}
+
+#[test]
+fn settings_and_bad_zones_are_refused() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let bad = LayerSettings {
+        episodic_compact_batch_size: 0,
+        ..LayerSettings::default()
+    };
+    assert!(matches!(
+        t.layer_status(&ns, &bad),
+        Err(Error::InvalidInput(_))
+    ));
+    let err = t
+        .context(
+            &ns,
+            &ContextRequest {
+                timezone: Some("Mars/Olympus".into()),
+                ..ContextRequest::default()
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("IANA"), "{err}");
+}
