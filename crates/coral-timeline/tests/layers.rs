@@ -274,7 +274,7 @@ fn compaction_summarises_whole_old_turns_and_keeps_the_newest_raw() {
             },
         )
         .unwrap();
-    assert_eq!(ctx.episodic, [summary.memory_id.clone()]);
+    assert_eq!(ctx.episodic, std::slice::from_ref(&summary.memory_id));
     assert_eq!(ctx.open_turns, 1);
     assert!(!ctx.text.contains("还没结束"));
     assert!(ctx.text.contains("[阶段摘要 episodic summaries]"));
@@ -372,7 +372,7 @@ fn ten_summaries_roll_five_up_into_semantic_memories() {
             },
         )
         .unwrap();
-    assert_eq!(ctx.semantic, [memory.memory_id.clone()]);
+    assert_eq!(ctx.semantic, std::slice::from_ref(&memory.memory_id));
     assert_eq!(ctx.episodic.len(), 5);
     assert!(ids.iter().all(|id| !ctx.episodic.contains(id)));
     let semantic_at = ctx.text.find("[长期记忆 semantic memory]").unwrap();
