@@ -61,6 +61,23 @@ impl OpenAiClient {
         &self.endpoint
     }
 
+    /// One chat completion of `system` + `user` at the summary temperature, allowing
+    /// `max_tokens` for the answer; returns the answer's text as the model wrote it. Used by
+    /// the timeline's summaries, which parse and check the answer themselves.
+    pub fn chat(&self, system: &str, user: &str, max_tokens: u32) -> Result<String> {
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+            "temperature": TEMPERATURE,
+            "max_tokens": max_tokens,
+            "stream": false,
+        });
+        self.complete(&body)
+    }
+
     /// Posts one chat completion and returns the raw `choices[0].message.content`.
     fn complete(&self, body: &Value) -> Result<String> {
         let mut request = self.agent.post(&self.endpoint);

@@ -89,6 +89,10 @@ pub struct RetrieveRequest {
     pub memory_facets: Vec<String>,
     /// Raw entries whose kind matches one of these (`tool.shell.result`, `tool.*`, `message.*`).
     pub kind_patterns: Vec<String>,
+    /// Raw entries by who produced them: `user`, `assistant`, `external` (the environment:
+    /// tool results, events); `third_party` matches nothing stored yet. Summaries are
+    /// unaffected.
+    pub about_roles: Vec<String>,
     /// Only the sources of this summary (its raw entries, or a semantic memory's summaries).
     pub within_memory_id: Option<String>,
     /// Also return what the context already shows (default: excluded).
@@ -235,6 +239,8 @@ struct Doc {
     end: f64,
     unit_seq: i64,
     facet: Option<String>,
+    /// Raw: `user`, `assistant` or `environment`.
+    origin: String,
     /// What is embedded.
     embed_text: String,
 }
@@ -270,7 +276,7 @@ impl HardKeyIndex {
     fn refresh(&mut self, tx: &Transaction<'_>, hk: &str) -> crate::Result<()> {
         let mut stmt = tx.prepare_cached(
             "SELECT entry_pk, conversation_id, source_id, kind, unit_seq, ts, tool_name, \
-             substr(text, 1, ?3) FROM entries WHERE hard_key = ?1 AND entry_pk > ?2 \
+             substr(text, 1, ?3), origin FROM entries WHERE hard_key = ?1 AND entry_pk > ?2 \
              ORDER BY entry_pk",
         )?;
         let mut rows = stmt.query(params![hk, self.last_entry_pk, INDEXED_CHARS])?;
@@ -293,6 +299,7 @@ impl HardKeyIndex {
                     end: ts,
                     unit_seq: r.get(4)?,
                     facet: None,
+                    origin: r.get(8)?,
                     embed_text: text.chars().take(EMBEDDED_CHARS).collect(),
                 },
                 terms,
@@ -338,6 +345,7 @@ impl HardKeyIndex {
                     end: r.get(11)?,
                     unit_seq: -1,
                     facet: r.get(7)?,
+                    origin: String::new(),
                     embed_text: format!("{title}\n{body}")
                         .chars()
                         .take(EMBEDDED_CHARS)
@@ -548,6 +556,20 @@ impl Timeline {
                 )));
             }
         }
+        let mut origins: Vec<&str> = Vec::new();
+        for role in &req.about_roles {
+            origins.push(match role.as_str() {
+                "user" => "user",
+                "assistant" => "assistant",
+                "external" => "environment",
+                "third_party" => "third_party",
+                other => {
+                    return Err(invalid(format!(
+                        "about role {other:?} is not user, assistant, third_party or external"
+                    )));
+                }
+            });
+        }
         let window = match &req.time_hint {
             Some(h) => parse_window(h, zone).map_err(invalid)?,
             None => None,
@@ -613,6 +635,12 @@ impl Timeline {
                 continue;
             }
             if !req.kind_patterns.is_empty() && !kind_matches(&req.kind_patterns, &doc.kind) {
+                continue;
+            }
+            if doc.layer == Layer::Raw
+                && !origins.is_empty()
+                && !origins.contains(&doc.origin.as_str())
+            {
                 continue;
             }
             if doc.layer == Layer::Semantic

@@ -8,17 +8,69 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use coral_embed::Embedder;
+use coral_heat::OpenAiClient;
 use coral_timeline::{Durability, Options, Timeline};
 
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
+use crate::govern::llm_settings;
+
+/// Tokens a summary answer may take (summaries are a few hundred; reasoning models think
+/// first).
+const SUMMARY_MAX_TOKENS: u32 = 4_096;
+
+/// The engine's embedder as the timeline's retrieval sees it: vectors are tagged
+/// `name/dim`, so switching models recomputes them.
+struct EngineEmbedder<'a>(&'a dyn Embedder);
+
+impl TextEmbedder for EngineEmbedder<'_> {
+    fn model_id(&self) -> String {
+        format!("{}/{}", self.0.name(), self.0.dim())
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let mut out = Vec::with_capacity(texts.len());
+        // Bounded batches: the first retrieval over a long history embeds all of it.
+        for chunk in texts.chunks(64) {
+            out.extend(self.0.embed(chunk).map_err(|e| e.to_string())?);
+        }
+        Ok(out)
+    }
+}
+
+/// The configured OpenAI-compatible endpoint writing timeline summaries.
+pub struct LlmSummaries(OpenAiClient);
+
+impl LlmSummaries {
+    /// The endpoint of `llm.*` in the config (or `CORAL_LLM_*` / `DEEPSEEK_*`), if one is set.
+    pub fn from_config(config: &Config) -> Result<Option<LlmSummaries>, TimelineError> {
+        match llm_settings(config) {
+            None => Ok(None),
+            Some(settings) => OpenAiClient::new(settings)
+                .map(|c| Some(LlmSummaries(c)))
+                .map_err(|e| TimelineError::Llm(e.to_string())),
+        }
+    }
+}
+
+impl SummaryLlm for LlmSummaries {
+    fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+        self.0
+            .chat(system, user, SUMMARY_MAX_TOKENS)
+            .map_err(|e| e.to_string())
+    }
+}
 
 pub use coral_timeline::{
-    BeginTurn, Classification, Closed, CompleteTurn, Detail, EntryInput, EntryRef, EntryView,
-    Error as TimelineError, ExchangeRefs, History, HistoryFormat, HistoryTokens, Metrics,
-    Namespace, OpenRequest, OpenResult, OpenedMemory, Origin, Period, Policy, Projection,
-    ReadRequest, ReadResult, ReadStatus, Recovered, SettledResult, SettlementReport, TimeRange,
-    ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View,
+    BeginTurn, BrowseCard, BrowseRequest, BrowseResult, Classification, Closed, CompactReport,
+    CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
+    Error as TimelineError, ExchangeRefs, History, HistoryFormat, HistoryTokens, KeywordMatch,
+    LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, OpenedMemory,
+    OpenedSummary, Origin, Period, Policy, Projection, ReadRequest, ReadResult, ReadStatus,
+    Recovered, RetrieveHit, RetrieveRequest, RetrieveResult, SettledResult, SettlementReport,
+    SummaryCard, SummaryLlm, TextEmbedder, TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole,
+    TurnStatus, TurnView, UnitView, View,
 };
 
 /// File name of the timeline database inside the data directory.
@@ -80,6 +132,38 @@ impl Coral {
         let timeline = Arc::new(timeline);
         *opened = Some(Arc::clone(&timeline));
         Ok(timeline)
+    }
+
+    /// `retrieve_for_turn` with this engine's embedder ranking by vector too.
+    pub fn timeline_retrieve(
+        &self,
+        ns: &Namespace,
+        req: &RetrieveRequest,
+    ) -> Result<RetrieveResult, TimelineError> {
+        let timeline = self.timeline()?;
+        Ok(timeline.retrieve_for_turn(ns, req, Some(&EngineEmbedder(self.embedder()))))
+    }
+
+    /// Summarise what is due in `ns`'s conversation with the configured LLM (SPEC 11). Fails
+    /// with [`TimelineError::Llm`] when no endpoint is configured or the call fails; nothing is
+    /// written then, and the next call tries again.
+    pub fn timeline_compact(
+        &self,
+        ns: &Namespace,
+        settings: &LayerSettings,
+        timezone: Option<&str>,
+    ) -> Result<CompactReport, TimelineError> {
+        let zone = coral_timeline::parse_zone(timezone.unwrap_or("UTC"))
+            .map_err(TimelineError::InvalidInput)?;
+        let timeline = self.timeline()?;
+        let Some(llm) = LlmSummaries::from_config(&self.config())? else {
+            return Err(TimelineError::Llm(
+                "no summary model is configured: set llm.base_url, llm.api_key and llm.model \
+                 in the config (or CORAL_LLM_BASE_URL / CORAL_LLM_API_KEY / CORAL_LLM_MODEL)"
+                    .into(),
+            ));
+        };
+        timeline.compact(ns, settings, &llm, zone, unix_now())
     }
 
     /// Where the timeline database is (whether or not it exists yet).

@@ -346,18 +346,27 @@ fn nested_and_list_arguments_are_validated() {
 fn schemas_keep_memcore_argument_names_and_mark_transports() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/memcore/timeline_golden.json"
+        "/../../fixtures/compat/memcore_test_vectors.json"
     );
     let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    for upstream in golden["native_tool_parameter_schemas"].as_array().unwrap() {
+    let mut seen = Vec::new();
+    for upstream in golden["native_tool_parameter_schemas_plain_descriptions_stripped"]
+        .as_array()
+        .unwrap()
+    {
         let name = upstream["name"].as_str().unwrap();
+        // load_material reads the host's own files: a host tool, not part of the timeline.
+        if name == "load_material" {
+            continue;
+        }
+        seen.push(name);
         let ours = tools().iter().find(|t| t.name == name).unwrap();
         assert!(ours.on_mcp(), "{name} is a model tool");
         let schema = ours.input_schema();
         let props = schema["properties"].as_object().unwrap();
-        // open_memory's batch and sources-view arguments page through summary lineage, which
-        // arrives with the catalog (view = sources); raw entries need none of them.
-        let later = ["memory_ids", "page_size", "cursor", "projection"];
+        // Opening several ids at once and open_memory's projection are not offered: one id per
+        // call, and `detail` chooses between the stored body and what the chat shows.
+        let later = ["memory_ids", "projection"];
         for arg in upstream["parameters"]["properties"]
             .as_object()
             .unwrap()
@@ -379,6 +388,15 @@ fn schemas_keep_memcore_argument_names_and_mark_transports() {
             );
         }
     }
+    assert_eq!(
+        seen,
+        [
+            "retrieve_for_turn",
+            "browse_memory",
+            "open_memory",
+            "read_timeline"
+        ]
+    );
     let writes: Vec<&str> = tools()
         .iter()
         .filter(|t| !t.on_mcp())

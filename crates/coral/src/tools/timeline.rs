@@ -10,8 +10,9 @@
 use std::sync::Arc;
 
 use coral_timeline::{
-    BeginTurn, CompleteTurn, Detail, EntryInput, Error, HistoryFormat, Namespace, OpenRequest,
-    Origin, Policy, Projection, ReadRequest, TimeRange, Timeline, ToolExchange, View, with_ok,
+    BeginTurn, BrowseRequest, CompleteTurn, ContextRequest, Detail, EntryInput, Error,
+    HistoryFormat, KeywordMatch, LayerSettings, Namespace, OpenRequest, Origin, Policy, Projection,
+    ReadRequest, RetrieveRequest, TimeHint, TimeRange, Timeline, ToolExchange, View, with_ok,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -112,27 +113,90 @@ const TIME_RANGE_FIELDS: &[Arg] = &[
 
 const ANCHOR_TURNS: Kind = Kind::Integer { min: 0, max: 50 };
 
+const TIME_HINT_FIELDS: &[Arg] = &[
+    text_arg(
+        "start_at",
+        false,
+        "start, inclusive: local \"2026-04-10 08:00\" or RFC 3339 / 起点（含）",
+    ),
+    text_arg("end_at", false, "end, exclusive / 终点（不含）"),
+    text_arg(
+        "date_label",
+        false,
+        "one local day YYYY-MM-DD (yesterday = compute its date) / 某一天",
+    ),
+    text_arg(
+        "time_of_day",
+        false,
+        "morning 上午, afternoon 下午, night 晚上 or midnight 凌晨 / 时段",
+    ),
+    Arg {
+        name: "start_ts",
+        kind: Kind::Number {
+            min: 0.0,
+            max: 253_402_300_799.0,
+        },
+        required: false,
+        description: "start, Unix seconds / 起点（Unix 秒）",
+        default: None,
+    },
+    Arg {
+        name: "end_ts",
+        kind: Kind::Number {
+            min: 0.0,
+            max: 253_402_300_799.0,
+        },
+        required: false,
+        description: "end, Unix seconds / 终点（Unix 秒）",
+        default: None,
+    },
+];
+
+const fn strings_arg(name: &'static str, description: &'static str) -> Arg {
+    Arg {
+        name,
+        kind: Kind::Strings,
+        required: false,
+        description,
+        default: None,
+    }
+}
+
 pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "open_memory",
-        description: "Open one timeline entry by id, e.g. the source_id a reload card names: \
+        description: "Open one memory by id: a timeline entry (e.g. the source_id a reload \
+                      card names) or a summary from browse_memory / retrieve_for_turn. \
                       view=card (default) says what it is, view=content returns the exact \
-                      original text. 按 id 打开时间线条目：card 看元数据，content 取回原文。",
+                      original text, view=sources lists a summary's source turns (paged). \
+                      按 id 打开记忆：card 看元数据，content 取回原文，sources 展开摘要的来源。",
         args: &[
             text_arg(
                 "memory_id",
                 true,
-                "the entry id (a reload card's source_id) / 条目 id",
+                "the entry or summary id (a reload card's source_id) / 条目或摘要 id",
             ),
             text_arg(
                 "view",
                 false,
-                "card or content, default card / card 或 content，默认 card",
+                "card, content or sources, default card / card、content 或 sources，默认 card",
             ),
             text_arg(
                 "detail",
                 false,
                 "full (exact body) or compact (as the chat shows it), default full / 默认 full",
+            ),
+            Arg {
+                name: "page_size",
+                kind: Kind::Integer { min: 1, max: 50 },
+                required: false,
+                description: "view=sources: sources per page, default 5 / 每页来源数，默认 5",
+                default: Some(DefaultValue::Int(5)),
+            },
+            text_arg(
+                "cursor",
+                false,
+                "view=sources: next_cursor of the previous page / 翻页游标",
             ),
             CROSS,
             TIMEZONE,
@@ -142,6 +206,132 @@ pub(super) static TOOLS: &[ToolDef] = &[
             CONVERSATION,
         ],
         handler: open_memory,
+    },
+    ToolDef {
+        name: "retrieve_for_turn",
+        description: "Search this user's past conversations, tool results and summaries for \
+                      what the current turn needs: words (BM25, Chinese by characters and \
+                      pairs) and meaning (vectors) fused; raw hits first, each with its whole \
+                      turn. Narrow with entity_anchors (names, weighted 3x), time_hint, \
+                      source_layers. What the context already shows is left out. \
+                      检索历史对话、工具结果与摘要（关键词+向量融合），可按实体、时间、层级过滤。",
+        args: &[
+            text_arg("query", true, "what to look for / 检索内容"),
+            strings_arg(
+                "entity_anchors",
+                "names of people, products, projects (3x weight) / 实体词（权重 3 倍）",
+            ),
+            strings_arg("topic_terms", "topic words / 主题词"),
+            Arg {
+                name: "time_hint",
+                kind: Kind::Object(TIME_HINT_FIELDS),
+                required: false,
+                description: "only this time: {start_at, end_at} or {date_label, time_of_day} \
+                              or {start_ts, end_ts} / 时间范围",
+                default: None,
+            },
+            strings_arg(
+                "source_layers",
+                "raw, summary, semantic_summary; default all / 层级，默认全部",
+            ),
+            strings_arg(
+                "memory_facets",
+                "semantic memories of these facets only: profile, preference, viewpoint, \
+                 relationship, event, state, plan, decision, constraint, knowledge, procedure / \
+                 长期记忆类别",
+            ),
+            strings_arg(
+                "kind_patterns",
+                "entry kinds such as tool.shell.result or tool.* / 条目类型",
+            ),
+            strings_arg(
+                "about_roles",
+                "raw entries said by: user, assistant, external (tool results, events), \
+                 third_party / 按说话方过滤原始条目",
+            ),
+            text_arg(
+                "within_memory_id",
+                false,
+                "only the sources of this summary / 只在该摘要的来源中检索",
+            ),
+            Arg {
+                name: "include_explicit",
+                kind: Kind::Boolean,
+                required: false,
+                description: "MemCore's name for include_visible / 同 include_visible",
+                default: Some(DefaultValue::Bool(false)),
+            },
+            Arg {
+                name: "include_visible",
+                kind: Kind::Boolean,
+                required: false,
+                description: "also return what the context already shows, default false / \
+                              包括上下文中已可见的内容",
+                default: Some(DefaultValue::Bool(false)),
+            },
+            Arg {
+                name: "limit",
+                kind: Kind::Integer { min: 1, max: 50 },
+                required: false,
+                description: "hits, default 6 / 返回条数，默认 6",
+                default: Some(DefaultValue::Int(6)),
+            },
+            CROSS,
+            TIMEZONE,
+            TENANT,
+            USER,
+            DOMAIN,
+            CONVERSATION,
+        ],
+        handler: retrieve_for_turn,
+    },
+    ToolDef {
+        name: "browse_memory",
+        description: "Browse the catalogue of summaries in time order, like a diary's table \
+                      of contents: by time_range or date_from/date_to, and/or keywords that a \
+                      stored tag must contain (文旅 finds 文旅答辩项目; the matched tag is \
+                      returned). Then open_memory a card. 按时间或关键词浏览摘要目录。",
+        args: &[
+            strings_arg("keywords", "words a stored tag must contain / 关键词"),
+            text_arg(
+                "keyword_match",
+                false,
+                "any or all, default any / any 或 all，默认 any",
+            ),
+            Arg {
+                name: "time_range",
+                kind: Kind::Object(TIME_RANGE_FIELDS),
+                required: false,
+                description: "exact range {start_at, end_at} / 精确时间范围",
+                default: None,
+            },
+            text_arg("date_from", false, "first local date YYYY-MM-DD / 起始日期"),
+            text_arg(
+                "date_to",
+                false,
+                "last local date, inclusive, default date_from / 结束日期（含）",
+            ),
+            strings_arg("node_types", "episodic, semantic; default both / 摘要类型"),
+            Arg {
+                name: "page_size",
+                kind: Kind::Integer { min: 1, max: 200 },
+                required: false,
+                description: "cards per page, default 20 / 每页卡片数，默认 20",
+                default: Some(DefaultValue::Int(20)),
+            },
+            text_arg(
+                "cursor",
+                false,
+                "next_cursor of the previous page / 翻页游标",
+            ),
+            CROSS,
+            TIMEZONE,
+            TENANT,
+            USER,
+            DOMAIN,
+            CONVERSATION,
+        ],
+        handler: browse_memory,
     },
     ToolDef {
         name: "read_timeline",
@@ -224,6 +414,23 @@ pub(super) static TOOLS: &[ToolDef] = &[
 ];
 
 pub(super) static HTTP_ONLY: &[ToolDef] = &[
+    ToolDef {
+        name: "timeline_context",
+        description: "Host: the conversation's memory context (semantic memories, episodic \
+                      summaries, raw turns with date headers) to put before the current \
+                      turn. Its prefix stays byte-identical between compactions. \
+                      宿主：获取可放在当前轮之前的记忆上下文。",
+        args: &[TIMEZONE, TENANT, USER, DOMAIN, CONVERSATION],
+        handler: context,
+    },
+    ToolDef {
+        name: "timeline_compact",
+        description: "Host: summarise what is due (raw turns past the token trigger, summaries \
+                      past the roll-up count) with the configured LLM. Nothing due does \
+                      nothing; a failure writes nothing. 宿主：执行到期的分层压缩。",
+        args: &[TIMEZONE, TENANT, USER, DOMAIN, CONVERSATION],
+        handler: compact,
+    },
     ToolDef {
         name: "timeline_begin_turn",
         description: "Host: begin a turn with the user's message; returns the turn_id the \
@@ -517,14 +724,9 @@ fn invalid_filter(message: String) -> Value {
 }
 
 fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let view = match args.str("view").unwrap_or("card") {
-        "card" => View::Card,
-        "content" => View::Content,
-        other => {
-            return Ok(invalid_filter(format!(
-                "view {other:?} is not card or content"
-            )));
-        }
+    let view = match View::parse(args.str("view").unwrap_or("card")) {
+        Ok(v) => v,
+        Err(m) => return Ok(invalid_filter(m)),
     };
     let detail = match args.str("detail").unwrap_or("full") {
         "full" => Detail::Full,
@@ -547,9 +749,107 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             detail,
             cross_conversation: args.bool("cross_conversation").unwrap_or(false),
             timezone: args.str("timezone").map(String::from),
+            page_size: args.int("page_size").unwrap_or(0) as usize,
+            cursor: args.str("cursor").map(String::from),
         },
     );
     Ok(with_ok(&result, result.status))
+}
+
+fn strings(args: &Args, name: &str) -> Vec<String> {
+    args.value(name)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let time_hint = args.value("time_hint").map(|h| TimeHint {
+        start_at: h["start_at"].as_str().map(String::from),
+        end_at: h["end_at"].as_str().map(String::from),
+        date_label: h["date_label"].as_str().map(String::from),
+        time_of_day: h["time_of_day"].as_str().map(String::from),
+        start_ts: h["start_ts"].as_f64(),
+        end_ts: h["end_ts"].as_f64(),
+    });
+    let request = RetrieveRequest {
+        query: args.str("query").unwrap_or_default().to_string(),
+        entity_anchors: strings(args, "entity_anchors"),
+        topic_terms: strings(args, "topic_terms"),
+        time_hint,
+        source_layers: strings(args, "source_layers"),
+        memory_facets: strings(args, "memory_facets"),
+        kind_patterns: strings(args, "kind_patterns"),
+        within_memory_id: args.str("within_memory_id").map(String::from),
+        include_visible: args.bool("include_visible").unwrap_or(false)
+            || args.bool("include_explicit").unwrap_or(false),
+        about_roles: strings(args, "about_roles"),
+        cross_conversation: args.bool("cross_conversation").unwrap_or(false),
+        limit: args.int("limit").unwrap_or(0) as usize,
+        token_budget: 0,
+        timezone: args.str("timezone").map(String::from),
+        settings: LayerSettings::default(),
+    };
+    match coral.timeline_retrieve(&namespace(args), &request) {
+        Ok(result) => Ok(with_ok(&result, result.status)),
+        Err(e) => Ok(unavailable(e)),
+    }
+}
+
+fn browse_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let keyword_match = match KeywordMatch::parse(args.str("keyword_match").unwrap_or("any")) {
+        Ok(m) => m,
+        Err(m) => return Ok(invalid_filter(m)),
+    };
+    let request = BrowseRequest {
+        keywords: strings(args, "keywords"),
+        keyword_match,
+        time_range: args.value("time_range").map(|r| TimeRange {
+            start_at: r["start_at"].as_str().unwrap_or_default().to_string(),
+            end_at: r["end_at"].as_str().unwrap_or_default().to_string(),
+        }),
+        date_from: args.str("date_from").map(String::from),
+        date_to: args.str("date_to").map(String::from),
+        node_types: strings(args, "node_types"),
+        cross_conversation: args.bool("cross_conversation").unwrap_or(false),
+        page_size: args.int("page_size").unwrap_or(0) as usize,
+        cursor: args.str("cursor").map(String::from),
+        timezone: args.str("timezone").map(String::from),
+    };
+    let timeline = match coral.timeline() {
+        Ok(t) => t,
+        Err(e) => return Ok(unavailable(e)),
+    };
+    let result = timeline.browse_memory(&namespace(args), &request);
+    Ok(with_ok(&result, result.status))
+}
+
+fn context(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let ctx = open(coral)?
+        .context(
+            &namespace(args),
+            &ContextRequest {
+                timezone: args.str("timezone").map(String::from),
+                settings: LayerSettings::default(),
+            },
+        )
+        .map_err(write_error)?;
+    ok(ctx)
+}
+
+fn compact(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+    let report = coral
+        .timeline_compact(
+            &namespace(args),
+            &LayerSettings::default(),
+            args.str("timezone"),
+        )
+        .map_err(write_error)?;
+    ok(report)
 }
 
 fn read_timeline(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
