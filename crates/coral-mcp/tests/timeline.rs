@@ -207,6 +207,12 @@ fn host_writes_over_http_and_models_read_over_both_transports() {
             "open_memory",
             json!({"memory_id": "build-log", "user_id": "mallory"}),
         ),
+        (
+            "retrieve_for_turn",
+            with(json!({"query": "第 42 行类型不匹配", "include_visible": true})),
+        ),
+        ("retrieve_for_turn", with(json!({"query": "第 42 行类型不匹配"}))),
+        ("browse_memory", with(json!({"keywords": ["构建"]}))),
     ];
     let over_http: Vec<Value> = reads.iter().map(|(t, a)| http.ok(t, a.clone())).collect();
     assert_eq!(over_http[0]["memory"]["content"], log.as_str());
@@ -215,6 +221,12 @@ fn host_writes_over_http_and_models_read_over_both_transports() {
     assert_eq!(over_http[3]["total_units"], 1);
     assert_eq!(over_http[4]["status"], "invalid_filter");
     assert_eq!(over_http[5]["status"], "empty");
+    assert_eq!(over_http[6]["status"], "ok", "{}", over_http[6]);
+    assert_eq!(over_http[6]["hits"][0]["layer"], "raw");
+    // The only turn is in the context already, so by default it is left out.
+    assert_eq!(over_http[7]["status"], "empty");
+    assert_eq!(over_http[7]["excluded_visible"], over_http[6]["candidates"]);
+    assert_eq!(over_http[8]["status"], "empty");
     http.stop();
 
     // The same reads through MCP give the same answers; the writes are not offered there.
@@ -234,7 +246,14 @@ fn host_writes_over_http_and_models_read_over_both_transports() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(names.contains(&"open_memory") && names.contains(&"read_timeline"));
+    for tool in [
+        "open_memory",
+        "read_timeline",
+        "retrieve_for_turn",
+        "browse_memory",
+    ] {
+        assert!(names.contains(&tool), "{tool} not in {names:?}");
+    }
     assert!(
         names.iter().all(|n| !n.starts_with("timeline_")),
         "{names:?}"
