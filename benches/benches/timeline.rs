@@ -1,13 +1,15 @@
-//! The timeline's two targets (SPEC 11 / issue 8): `read_timeline` of ±2 turns around an
-//! anchor in a 2,000-entry conversation (≤ 2 ms), and settling a turn with 10 tool results
-//! (≤ 1 ms plus the SQLite commit), measured as `complete_turn` in memory (no commit cost) and
-//! on a WAL file with `synchronous = NORMAL` and `FULL`.
+//! The timeline's targets (SPEC 11, issues 8 and 9): `read_timeline` of ±2 turns around an
+//! anchor in a 2,000-entry conversation (≤ 2 ms); settling a turn with 10 tool results (≤ 1 ms
+//! plus the SQLite commit), measured as `complete_turn` in memory (no commit cost) and on a WAL
+//! file with `synchronous = NORMAL` and `FULL`; and `retrieve_for_turn` over 2,000 raw entries
+//! and 100 summaries (≤ 5 ms p50), with the hash embedder and with words only.
 
 use std::hint::black_box;
 
+use coral_embed::{Embedder, HashEmbedder};
 use coral_timeline::{
-    BeginTurn, CompleteTurn, Durability, Namespace, Options, ReadRequest, ReadStatus, Timeline,
-    ToolExchange,
+    BeginTurn, CompleteTurn, Durability, LayerSettings, Namespace, Options, ReadRequest,
+    ReadStatus, RetrieveRequest, SummaryLlm, TextEmbedder, Timeline, ToolExchange,
 };
 use criterion::{BatchSize, BenchmarkId, Criterion};
 use serde_json::json;
@@ -32,6 +34,11 @@ fn exchange(turn: usize, call: usize, bytes: usize) -> ToolExchange {
 
 /// 500 completed turns of 4 entries each (question, call, result, answer): 2,000 entries.
 fn conversation(t: &Timeline, ns: &Namespace) -> Vec<String> {
+    conversation_with(t, ns, |_| {})
+}
+
+/// The same, calling `after(i)` after each turn.
+fn conversation_with(t: &Timeline, ns: &Namespace, mut after: impl FnMut(usize)) -> Vec<String> {
     let mut anchors = Vec::new();
     for i in 0..500 {
         let at = T0 + i as f64 * 60.0;
@@ -54,6 +61,7 @@ fn conversation(t: &Timeline, ns: &Namespace) -> Vec<String> {
         )
         .expect("complete");
         anchors.push(refs.result.source_id);
+        after(i);
     }
     anchors
 }
@@ -81,6 +89,92 @@ fn bench_read(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 97) % 500;
             black_box(t.read_timeline(&ns, &request(&anchors[i])))
+        })
+    });
+    group.finish();
+}
+
+/// Summaries for the benchmark: a title and body made from the transcript's first user line.
+struct Digest;
+
+impl SummaryLlm for Digest {
+    fn complete(&self, _system: &str, user: &str) -> Result<String, String> {
+        let first = user
+            .lines()
+            .skip_while(|l| !l.ends_with("user:"))
+            .nth(1)
+            .unwrap_or("问题")
+            .trim()
+            .to_string();
+        Ok(json!({
+            "title": format!("关于{first}的讨论"),
+            "summary": format!("用户询问了{first}，助手调用 web_search 查询了北京的天气和接口分页。"),
+            "hint": "回顾搜索记录",
+            "entity_anchors": [first, "web_search"],
+            "topic_terms": ["天气", "接口"],
+        })
+        .to_string())
+    }
+}
+
+struct Hash(HashEmbedder);
+
+impl TextEmbedder for Hash {
+    fn model_id(&self) -> String {
+        format!("hash/{}", self.0.dim())
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.0.embed(texts).map_err(|e| e.to_string())
+    }
+}
+
+fn bench_retrieve(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let t = Timeline::open(dir.path().join("timeline.sqlite3")).expect("open");
+    let ns = Namespace::new("bench", "c");
+    // No roll-ups: 100 episodic summaries stay episodic.
+    let settings = LayerSettings {
+        raw_token_trigger: 600,
+        episodic_compact_trigger_count: 1_000,
+        ..LayerSettings::default()
+    };
+    let utc = coral_timeline::parse_zone("UTC").expect("zone");
+    conversation_with(&t, &ns, |i| {
+        let status = t.layer_status(&ns, &settings).expect("status");
+        let summaries = status.compactions;
+        if status.compaction_due && summaries < 100 {
+            t.compact(&ns, &settings, &Digest, utc, T0 + i as f64 * 60.0)
+                .expect("compact");
+        }
+    });
+    let status = t.layer_status(&ns, &settings).expect("status");
+    assert_eq!(status.compactions, 100, "{status:?}");
+    assert_eq!(t.metrics(&ns, false).expect("metrics").entries, 2_000);
+    let embedder = Hash(HashEmbedder::new(384).expect("embedder"));
+    let request = |i: usize| RetrieveRequest {
+        query: format!("问题 {i} 的搜索结果 page={i}"),
+        entity_anchors: vec!["web_search".into()],
+        settings: settings.clone(),
+        ..RetrieveRequest::default()
+    };
+    // The first call computes every vector once; the benchmark measures the calls after it.
+    let first = t.retrieve_for_turn(&ns, &request(123), Some(&embedder));
+    assert_eq!(first.status, ReadStatus::Ok, "{:?}", first.message);
+    assert!(first.candidates >= 1_500, "{}", first.candidates);
+    assert!(first.hits.iter().any(|h| h.layer == "raw"));
+    let mut group = c.benchmark_group("retrieve_for_turn");
+    group.bench_function("2000_raw_100_summaries_hash384", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 97) % 500;
+            black_box(t.retrieve_for_turn(&ns, &request(i), Some(&embedder)))
+        })
+    });
+    group.bench_function("2000_raw_100_summaries_words_only", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 97) % 500;
+            black_box(t.retrieve_for_turn(&ns, &request(i), None))
         })
     });
     group.finish();
@@ -145,6 +239,7 @@ fn bench_settle(c: &mut Criterion) {
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_read(&mut c);
+    bench_retrieve(&mut c);
     bench_settle(&mut c);
     c.final_summary();
 }
