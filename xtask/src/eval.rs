@@ -14,7 +14,8 @@
 //!   most recent weeks, as it would in a live conversation.
 //!
 //! Rows are `<embedder>/<mode>`: every available embedder with `weighted` (SPEC 5.1 defaults),
-//! `rrf` and `vector` (weights 1/0/0); then `none/bm25` (the `coral-score` BM25 kernel alone,
+//! `rrf` (the default `retrieval.rrf_weights` and `bm25_last_line_boost`), `rrf-equal` (every
+//! list weighted 1, no last-line boost: the first rrf) and `vector` (weights 1/0/0); then `none/bm25` (the `coral-score` BM25 kernel alone,
 //! the reference point's method) and `none/jaccard` (bitmap Jaccard alone). An embedder is one
 //! entry of [`embedders`]; all-MiniLM-L6-v2 is there when xtask is built with `--features onnx`
 //! (the release re-run does that) and the runtime and model are found (`ORT_DYLIB_PATH`,
@@ -95,6 +96,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         rows.insert("none/bm25".into(), bm25_row(ds).to_json());
         let hash: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(384)?);
         let jaccard = coral_row(ds, hash, |c| {
+            c.retrieval.mode = "weighted".into();
             c.retrieval.weights.vector = 0.0;
             c.retrieval.weights.jaccard = 1.0;
             c.retrieval.weights.time = 0.0;
@@ -108,7 +110,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             "protocol": "shared/eval-data/README.md: per dialogue, the user's memories; query = dialogue[..test-turn[0]] joined; gold = relevant-id; metrics averaged over dialogues (fractions, not percent)",
             "en_users": "taken from the zh memory file by memory id",
             "store": "one per user and row; memory.sim_threshold_hot = 1.0 (identical texts share one item); now = newest memory + 1 day",
-            "modes": "weighted = SPEC 5.1 defaults 0.6/0.2/0.2; rrf = vector, Jaccard and BM25 rankings, RRF k = 60; vector = weights 1/0/0; none/bm25 = coral-score BM25 alone (k1 1.5, b 0.75); none/jaccard = bitmap Jaccard alone",
+            "modes": "weighted = SPEC 5.1 defaults 0.6/0.2/0.2; rrf = vector, Jaccard and BM25 rankings, weighted RRF k = 60 with the default retrieval.rrf_weights (vector 1, hash_vector 0, jaccard 0, bm25 1) and bm25_last_line_boost 1; rrf-equal = every list weighted 1, no last-line boost; vector = weights 1/0/0; none/bm25 = coral-score BM25 alone (k1 1.5, b 0.75), distinct query terms, no last-line boost; none/jaccard = bitmap Jaccard alone",
             "dialogues": {"madial_zh": zh.dialogues.len(), "madial_en": en.dialogues.len()},
             "memories": {"madial_zh": zh.memories.len(), "madial_en": en.memories.len()},
             "skipped_embedders": skipped,
@@ -175,10 +177,21 @@ fn minilm() -> Result<Arc<dyn Embedder>, String> {
 type Edit = fn(&mut Config);
 
 /// The facade modes measured for every embedder: the row's name and its config change.
-const MODES: [(&str, Edit); 3] = [
-    ("weighted", |_| {}),
+const MODES: [(&str, Edit); 4] = [
+    ("weighted", |c| c.retrieval.mode = "weighted".into()),
     ("rrf", |c| c.retrieval.mode = "rrf".into()),
+    ("rrf-equal", |c| {
+        c.retrieval.mode = "rrf".into();
+        c.retrieval.rrf_weights = coral::RrfWeights {
+            vector: 1.0,
+            hash_vector: 1.0,
+            jaccard: 1.0,
+            bm25: 1.0,
+        };
+        c.retrieval.bm25_last_line_boost = 0.0;
+    }),
     ("vector", |c| {
+        c.retrieval.mode = "weighted".into();
         c.retrieval.weights.vector = 1.0;
         c.retrieval.weights.jaccard = 0.0;
         c.retrieval.weights.time = 0.0;

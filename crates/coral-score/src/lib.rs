@@ -55,6 +55,7 @@ pub use dot::{cosine, dot};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard, set_jaccard_sorted};
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
+pub use rrf::rrf_weighted;
 pub use scan::{PARALLEL_THRESHOLD, Pool, Query, scan};
 pub use terms::{for_each_keyword_term, keyword_terms};
 pub use topk::{Scored, TopK};

@@ -196,6 +196,49 @@ impl Default for RetrievalWeights {
     }
 }
 
+/// `retrieval.rrf_weights`: each ranking's weight in `retrieval.mode = "rrf"`.
+///
+/// The defaults follow `cargo xtask eval` (docs/configuration.md, "Retrieval modes"): a model's
+/// vectors are evidence BM25 does not have and vote fully; hash vectors and bitmap Jaccard are
+/// hashed word overlap, which BM25 already scores better (it weighs rare words up and long
+/// texts down), so by default they do not vote: with the hash embedder, rrf ranks by BM25.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RrfWeights {
+    /// The vector ranking, when a model made the vectors.
+    pub vector: f64,
+    /// The vector ranking, when the hash embedder made them.
+    pub hash_vector: f64,
+    /// The bitmap-Jaccard ranking.
+    pub jaccard: f64,
+    /// The BM25 ranking.
+    pub bm25: f64,
+}
+
+impl Default for RrfWeights {
+    fn default() -> Self {
+        RrfWeights {
+            vector: 1.0,
+            hash_vector: 0.0,
+            jaccard: 0.0,
+            bm25: 1.0,
+        }
+    }
+}
+
+impl RrfWeights {
+    /// The weights of the three rankings (vector, Jaccard, BM25) for vectors made by the
+    /// embedder called `embedder` (the hash embedder is `"hash"`).
+    pub fn for_embedder(&self, embedder: &str) -> [f64; 3] {
+        let vector = if embedder == "hash" {
+            self.hash_vector
+        } else {
+            self.vector
+        };
+        [vector, self.jaccard, self.bm25]
+    }
+}
+
 /// `retrieval.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -214,6 +257,10 @@ pub struct RetrievalConfig {
     pub mode: String,
     /// Score added to items of the searched project and to shared items.
     pub project_boost: f64,
+    /// Ranking weights of the rrf mode.
+    pub rrf_weights: RrfWeights,
+    /// Weight added to the BM25 terms of a multi-line query's last line (rrf mode).
+    pub bm25_last_line_boost: f64,
 }
 
 impl Default for RetrievalConfig {
@@ -226,6 +273,8 @@ impl Default for RetrievalConfig {
             include_cold: true,
             mode: "weighted".into(),
             project_boost: 0.15,
+            rrf_weights: RrfWeights::default(),
+            bm25_last_line_boost: 1.0,
         }
     }
 }
@@ -504,6 +553,22 @@ impl Config {
         finite("retrieval.tau_days", r.tau_days, 0.0, 1e9);
         finite("retrieval.min_score", r.min_score, -1e6, 1e6);
         finite("retrieval.project_boost", r.project_boost, -1e6, 1e6);
+        let w = &r.rrf_weights;
+        finite("retrieval.rrf_weights.vector", w.vector, 0.0, 1000.0);
+        finite(
+            "retrieval.rrf_weights.hash_vector",
+            w.hash_vector,
+            0.0,
+            1000.0,
+        );
+        finite("retrieval.rrf_weights.jaccard", w.jaccard, 0.0, 1000.0);
+        finite("retrieval.rrf_weights.bm25", w.bm25, 0.0, 1000.0);
+        finite(
+            "retrieval.bm25_last_line_boost",
+            r.bm25_last_line_boost,
+            0.0,
+            1000.0,
+        );
         let h = &self.heat;
         finite("heat.weights.frequency", h.weights.frequency, -1e6, 1e6);
         finite("heat.weights.recency", h.weights.recency, -1e6, 1e6);
@@ -533,6 +598,16 @@ impl Config {
         finite("storage.hard_ratio", s.hard_ratio, 0.0, 1.0);
         if r.top_k == 0 {
             p.push("retrieval.top_k = 0 must be at least 1".into());
+        }
+        for (vectors, key) in [("model", "vector"), ("hash", "hash_vector")] {
+            let [v, j, b] = w.for_embedder(vectors);
+            // Written so that NaN (reported above) does not count as a zero.
+            if v == 0.0 && j == 0.0 && b == 0.0 {
+                p.push(format!(
+                    "retrieval.rrf_weights: {key}, jaccard and bm25 are all 0, so rrf would rank \
+                     nothing with {vectors} vectors; give one of them a positive weight"
+                ));
+            }
         }
         if !matches!(r.mode.as_str(), "weighted" | "rrf") {
             p.push(format!(
@@ -706,6 +781,60 @@ mod tests {
             r#"{"storage": {"warn_ratio": 2, "sync": "sometimes"}}"#,
             &["storage.warn_ratio", "storage.sync"],
         );
+    }
+
+    #[test]
+    fn rrf_weights_and_last_line_boost_are_validated() {
+        let (c, warnings) = Config::from_json(
+            r#"{"retrieval": {"rrf_weights": {"jaccard": 0.5}, "bm25_last_line_boost": 0}}"#,
+        )
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Keys left out keep their defaults.
+        let w = c.retrieval.rrf_weights;
+        assert_eq!(
+            (w.vector, w.hash_vector, w.jaccard, w.bm25),
+            (1.0, 0.0, 0.5, 1.0)
+        );
+        assert_eq!(c.retrieval.bm25_last_line_boost, 0.0);
+        assert_eq!(w.for_embedder("hash"), [0.0, 0.5, 1.0]);
+        assert_eq!(w.for_embedder("all-MiniLM-L6-v2"), [1.0, 0.5, 1.0]);
+
+        let check = |text: &str, needles: &[&str]| {
+            let err = Config::from_json(text).unwrap_err();
+            for n in needles {
+                assert!(err.contains(n), "{err:?} should contain {n:?}");
+            }
+        };
+        check(
+            r#"{"retrieval": {"rrf_weights": {"bm25": -1}}}"#,
+            &["retrieval.rrf_weights.bm25", "-1", "0..=1000"],
+        );
+        check(
+            r#"{"retrieval": {"rrf_weights": {"hash_vector": "high"}}}"#,
+            &["retrieval.rrf_weights.hash_vector", "high"],
+        );
+        check(
+            r#"{"retrieval": {"bm25_last_line_boost": 1e9}}"#,
+            &["retrieval.bm25_last_line_boost", "1000000000"],
+        );
+        // Every ranking off for one kind of vectors.
+        check(
+            r#"{"retrieval": {"rrf_weights": {"bm25": 0}}}"#,
+            &["retrieval.rrf_weights", "hash_vector", "hash vectors"],
+        );
+        let err = Config::from_json(
+            r#"{"retrieval": {"rrf_weights": {"vector": 0, "hash_vector": 1, "bm25": 0}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("model vectors") && !err.contains("hash vectors"),
+            "{err}"
+        );
+        // A misspelt weight is a warning, not silently a default.
+        let (_, w) = Config::from_json(r#"{"retrieval": {"rrf_weights": {"bm52": 2}}}"#).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("retrieval.rrf_weights.bm52"), "{w:?}");
     }
 
     #[test]

@@ -40,8 +40,8 @@ mod tools;
 
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, StorageConfig,
-    ThreadsConfig,
+    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, RrfWeights,
+    StorageConfig, ThreadsConfig,
 };
 pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
 pub use coral_embed::{

@@ -3,13 +3,13 @@
 //! returned hit for heat.
 
 use coral_embed::text_features;
-use coral_score::{Bm25Query, Query, Weights, scan};
+use coral_score::{Query, Weights, scan};
 use coral_store::{Record, Tier};
 use roaring::RoaringBitmap;
 
 use crate::engine::{Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now};
 use crate::error::{Error, Result};
-use crate::search_rrf::{Fused, RrfQuery};
+use crate::search_rrf::{Fused, RrfQuery, keyword_query};
 
 impl Coral {
     /// The `top_k` memories most relevant to `query`.
@@ -46,7 +46,7 @@ impl Coral {
         }
         let features = text_features(query);
         let rrf = config.retrieval.mode == "rrf";
-        let keywords = rrf.then(|| Bm25Query::from_text(query));
+        let keywords = rrf.then(|| keyword_query(query, config.retrieval.bm25_last_line_boost));
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let project = options
             .project
@@ -76,6 +76,7 @@ impl Coral {
                 vector,
                 bitmap: &features.bitmap,
                 keywords,
+                weights: r.rrf_weights.for_embedder(self.embedder.name()),
                 now,
                 tau_days: r.tau_days,
                 min_score,

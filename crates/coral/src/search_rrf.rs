@@ -1,5 +1,5 @@
 //! `retrieval.mode = "rrf"` (SPEC 5.1): the pool ranked by vector, by bitmap Jaccard and by
-//! BM25 separately, the rankings fused by reciprocal rank.
+//! BM25 separately, the rankings fused by weighted reciprocal rank.
 //!
 //! One pass over the pool's vectors and bitmaps fills the vector and Jaccard top-`depth` lists
 //! (`coral_score::rank_lists`); the BM25 list comes from the inverted index, which only walks
@@ -8,15 +8,23 @@
 //! larger): a row ranked below 100 in a list would add less than 1/160 to its fused score,
 //! under half of a first place, and cutting there keeps fusion O(depth).
 //!
-//! Fused score: `Σ 1 / (RRF_K + rank)` over the lists a row is in (1-based ranks), times
-//! `1 + retrieval.project_boost` for items of the query's project and shared items. The boost
-//! multiplies because fused scores are small (at most 3/61): the weighted mode's additive
-//! 0.15 would put every project item above every other, whereas ×1.15 lets it win close calls,
-//! as in weighted mode. `retrieval.min_score` applies to the fused score; the time term and the
+//! Fused score: `Σ w / (RRF_K + rank)` over the lists a row is in (1-based ranks), with each
+//! list's weight `w` from `retrieval.rrf_weights` (the vector list's depends on whether the hash
+//! embedder made the vectors), times `1 + retrieval.project_boost` for items of the query's
+//! project and shared items. A list weighted 0 is not computed at all. The boost multiplies
+//! because fused scores are small (at most `Σ w / 61`): the weighted mode's additive 0.15 would
+//! put every project item above every other, whereas ×1.15 lets it win close calls, as in
+//! weighted mode.
+//!
+//! The BM25 query is the query's distinct terms, each weighted 1; when the query has several
+//! lines with words in them (a conversation, one turn a line), the last such line's terms get
+//! `retrieval.bm25_last_line_boost` more ([`keyword_query`]): the latest turn says what the
+//! conversation is about now. `retrieval.min_score` applies to the fused score; the time term and the
 //! weights play no part in the ranking. Ties rank the newer item first, then by id.
 
 use coral_score::{
-    Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot, rank_lists, time_decay,
+    BITMAP_WORDS, Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot,
+    for_each_keyword_term, rank_lists, rrf_weighted, time_decay,
 };
 use roaring::RoaringBitmap;
 
@@ -33,12 +41,34 @@ pub(crate) struct RrfQuery<'a> {
     pub(crate) vector: Option<&'a [f32]>,
     pub(crate) bitmap: &'a Bitmap,
     pub(crate) keywords: &'a Bm25Query,
+    /// Weights of the vector, Jaccard and BM25 lists.
+    pub(crate) weights: [f64; 3],
     pub(crate) now: f64,
     pub(crate) tau_days: f64,
     pub(crate) min_score: f64,
     pub(crate) k: usize,
     pub(crate) allow: Option<&'a RoaringBitmap>,
     pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
+}
+
+/// The BM25 query for `text`: its distinct terms, weight 1 each, plus `last_line_boost` on the
+/// terms of its last line that has any, when at least two lines have terms.
+pub(crate) fn keyword_query(text: &str, last_line_boost: f64) -> Bm25Query {
+    let mut query = Bm25Query::from_text(text);
+    if last_line_boost > 0.0 {
+        let has_terms = |line: &&str| {
+            let mut any = false;
+            for_each_keyword_term(line, |_| any = true);
+            any
+        };
+        let mut lines = text.lines().filter(has_terms);
+        if let Some(last) = lines.next_back()
+            && lines.next_back().is_some()
+        {
+            query.add_text(last, last_line_boost);
+        }
+    }
+    query
 }
 
 /// One fused hit: pool row, fused score, components.
@@ -66,21 +96,36 @@ impl Engine {
             tiebreak: pool.tiebreaks(),
         };
         let vector = query.vector.filter(|v| v.len() == pool.dim());
+        let [vector_weight, jaccard_weight, bm25_weight] = query.weights;
+        // A list weighted 0 is not ranked: no vector, an empty bitmap (Jaccard 0 everywhere).
+        let empty: Bitmap = [0; BITMAP_WORDS];
         let lists = rank_lists(
             &score_pool,
             &ListQuery {
-                vector,
-                bitmap: query.bitmap,
+                vector: vector.filter(|_| vector_weight > 0.0),
+                bitmap: if jaccard_weight > 0.0 {
+                    query.bitmap
+                } else {
+                    &empty
+                },
                 now: query.now,
                 tau_days: query.tau_days,
                 depth,
                 allow: query.allow,
             },
         );
-        let bm25 = keywords.rank(pool, query.keywords, depth, query.allow);
+        let bm25 = if bm25_weight > 0.0 {
+            keywords.rank(pool, query.keywords, depth, query.allow)
+        } else {
+            Vec::new()
+        };
         let rows = |list: &[Scored]| list.iter().map(|h| h.row).collect::<Vec<u32>>();
-        let fused = coral_score::rrf(
-            &[&rows(&lists.vector), &rows(&lists.jaccard), &rows(&bm25)],
+        let fused = rrf_weighted(
+            &[
+                (&rows(&lists.vector), vector_weight),
+                (&rows(&lists.jaccard), jaccard_weight),
+                (&rows(&bm25), bm25_weight),
+            ],
             RRF_K,
         );
 

@@ -1,5 +1,5 @@
 //! `retrieval.mode = "rrf"` (SPEC 5.1): vector, bitmap-Jaccard and BM25 rankings fused by
-//! reciprocal rank, through the public API.
+//! weighted reciprocal rank, through the public API.
 
 use std::sync::Arc;
 
@@ -63,14 +63,15 @@ fn ranks_by_fusion_and_reports_every_component() {
     let hits = search(&coral, "拿铁咖啡", 3, None);
     assert_eq!(hits[0].item.item_id, ids[0]);
     let s = hits[0].scores;
+    // Vector and Jaccard are reported although their lists have weight 0 by default.
     assert!(
         s.bm25.unwrap() > 0.0 && s.jaccard > 0.0 && s.vector > 0.0,
         "{s:?}"
     );
     assert!(s.time > 0.0 && s.time <= 1.0);
-    // First in all three lists: the largest possible fused score.
+    // By default only BM25 votes with hash vectors: first place, the largest possible score.
     assert!(
-        (hits[0].score - 3.0 / 61.0).abs() < 1e-12,
+        (hits[0].score - 1.0 / 61.0).abs() < 1e-12,
         "{}",
         hits[0].score
     );
@@ -179,4 +180,96 @@ fn survives_delete_and_reopen_with_identical_results() {
         .collect();
     assert_eq!(before, after);
     assert!(!after.iter().any(|h| h.0 == ids[3]));
+}
+
+#[test]
+fn every_list_counts_with_its_configured_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    let coral = open_with(dir.path(), |c| {
+        c.retrieval.rrf_weights.hash_vector = 0.5;
+        c.retrieval.rrf_weights.jaccard = 2.0;
+        c.retrieval.rrf_weights.bm25 = 1.0;
+    });
+    let ids: Vec<String> = MEMORIES
+        .iter()
+        .enumerate()
+        .map(|(i, m)| insert(&coral, m, i as f64, None))
+        .collect();
+    let top = &search(&coral, "拿铁咖啡", 1, None)[0];
+    assert_eq!(top.item.item_id, ids[0]);
+    assert!((top.score - 3.5 / 61.0).abs() < 1e-12, "{}", top.score);
+    // The model-vector weight does not apply to hash vectors.
+    let mut model_only = coral.config().as_ref().clone();
+    model_only.retrieval.rrf_weights.vector = 7.0;
+    coral.set_config(model_only).unwrap();
+    let top = &search(&coral, "拿铁咖啡", 1, None)[0];
+    assert!((top.score - 3.5 / 61.0).abs() < 1e-12, "{}", top.score);
+}
+
+/// BM25 weighs a rare word up, hash vectors count every shared word alike: the weights decide
+/// which list leads.
+#[test]
+fn the_weights_decide_between_disagreeing_lists() {
+    let mut memories = vec!["saffron rice".to_string()];
+    for day in ["monday", "tuesday", "wednesday", "thursday", "friday"] {
+        memories.push(format!(
+            "the user went to the park with the family on {day}"
+        ));
+    }
+    let query = "the user went to the park with the family saffron";
+    let top = |edit: fn(&mut Config)| -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open_with(dir.path(), |c| {
+            c.memory.sim_threshold_hot = 1.0;
+            edit(c);
+        });
+        for m in &memories {
+            insert(&coral, m, 1.0, None);
+        }
+        search(&coral, query, 1, None).remove(0).item.content
+    };
+    let vector_led = top(|c| {
+        c.retrieval.rrf_weights.hash_vector = 1.0;
+        c.retrieval.rrf_weights.bm25 = 0.25;
+    });
+    assert!(vector_led.starts_with("the user went"), "{vector_led}");
+    // The default: BM25 alone with hash vectors.
+    assert_eq!(top(|_| {}), "saffron rice");
+    assert_eq!(
+        top(|c| {
+            c.retrieval.rrf_weights.hash_vector = 0.25;
+            c.retrieval.rrf_weights.bm25 = 1.0;
+        }),
+        "saffron rice"
+    );
+}
+
+#[test]
+fn the_last_line_of_a_conversation_weighs_more() {
+    let order = |boost: f64| -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open_with(dir.path(), |c| {
+            // BM25 alone (the default with hash vectors): the keyword query's order.
+            c.retrieval.bm25_last_line_boost = boost;
+        });
+        insert(&coral, "用户喜欢火锅", 2.0, None);
+        insert(&coral, "用户喜欢爬山", 1.0, None);
+        let conversation = "<User>: 上周我们聊了爬山\n<Assistant>: 对\n\n<User>: 今晚吃火锅吗\n";
+        search(&coral, conversation, 2, None)
+            .into_iter()
+            .map(|h| h.item.content)
+            .collect()
+    };
+    // Equal keyword evidence without the boost: the newer memory first.
+    assert_eq!(order(0.0), ["用户喜欢爬山", "用户喜欢火锅"]);
+    // The last line with words in it (the empty line after it does not count) decides.
+    assert_eq!(order(1.0), ["用户喜欢火锅", "用户喜欢爬山"]);
+    // A one-line query is not boosted: its order is the plain one.
+    let dir = tempfile::tempdir().unwrap();
+    let coral = open_with(dir.path(), |_| {});
+    insert(&coral, "用户喜欢火锅", 2.0, None);
+    insert(&coral, "用户喜欢爬山", 1.0, None);
+    let hits = search(&coral, "聊了爬山 吃火锅吗", 2, None);
+    assert_eq!(hits[0].item.content, "用户喜欢爬山");
+    assert_eq!(hits[0].scores.bm25, hits[1].scores.bm25);
 }
