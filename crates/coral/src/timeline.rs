@@ -43,6 +43,13 @@ impl TextEmbedder for EngineEmbedder<'_> {
 pub struct LlmSummaries(OpenAiClient);
 
 impl LlmSummaries {
+    /// An endpoint from explicit settings (e.g. [`crate::llm_settings`] with another timeout).
+    pub fn with_settings(settings: coral_heat::LlmSettings) -> Result<LlmSummaries, TimelineError> {
+        OpenAiClient::new(settings)
+            .map(LlmSummaries)
+            .map_err(|e| TimelineError::Llm(e.to_string()))
+    }
+
     /// The endpoint of `llm.*` in the config (or `CORAL_LLM_*` / `DEEPSEEK_*`), if one is set.
     pub fn from_config(config: &Config) -> Result<Option<LlmSummaries>, TimelineError> {
         match llm_settings(config) {
@@ -70,7 +77,7 @@ pub use coral_timeline::{
     OpenedSummary, Origin, Period, Policy, Projection, ReadRequest, ReadResult, ReadStatus,
     Recovered, RetrieveHit, RetrieveRequest, RetrieveResult, SettledResult, SettlementReport,
     SummaryCard, SummaryLlm, TextEmbedder, TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole,
-    TurnStatus, TurnView, UnitView, View,
+    TurnStatus, TurnView, UnitView, View, parse_zone,
 };
 
 /// File name of the timeline database inside the data directory.

@@ -9,7 +9,8 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::sync::Arc;
 
-use coral::{Config, Coral, HashEmbedder, ToolError, tools};
+use coral::timeline::{LayerSettings, LlmSummaries, Namespace, TimelineError, parse_zone};
+use coral::{Config, Coral, HashEmbedder, ToolError, llm_settings, tools};
 use serde_json::{Value, json};
 
 /// A completion server on loopback answering `answers` in order, one connection each; returns
@@ -279,4 +280,69 @@ fn summaries_through_a_loopback_llm_and_the_model_tools_on_them() {
     for name in ["timeline_context", "timeline_compact"] {
         assert!(!on_mcp.contains(&name));
     }
+}
+
+/// A server that waits `delay` before answering, once.
+fn slow_llm(delay: std::time::Duration, answer: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            // Read the whole request first, then take our time.
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            std::thread::sleep(delay);
+            let payload = json!({"choices": [{"message": {"content": answer}}]}).to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{payload}",
+                payload.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn a_model_slower_than_the_timeout_writes_nothing_and_a_retry_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = json!({"title": "杭州", "summary": "杭州西湖旅行"}).to_string();
+    let url = slow_llm(std::time::Duration::from_secs(3), good.clone());
+    let coral = open(dir.path(), &url);
+    chat(&coral);
+    let ns = Namespace::new("u1", "chat-1");
+    let timeline = coral.timeline().unwrap();
+    let settings = LayerSettings::default();
+    let zone = parse_zone("UTC").unwrap();
+    let mut s = llm_settings(&coral.config()).unwrap();
+    s.timeout = std::time::Duration::from_millis(300);
+    let llm = LlmSummaries::with_settings(s).unwrap();
+    let before = timeline_files(&coral);
+    let started = std::time::Instant::now();
+    let err = timeline
+        .compact(&ns, &settings, &llm, zone, 1_775_900_000.0)
+        .unwrap_err();
+    assert!(matches!(err, TimelineError::Llm(_)), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(timeline_files(&coral), before);
+    let fast = slow_llm(std::time::Duration::ZERO, good);
+    let mut s = llm_settings(&coral.config()).unwrap();
+    s.base_url = fast;
+    let llm = LlmSummaries::with_settings(s).unwrap();
+    let report = timeline
+        .compact(&ns, &settings, &llm, zone, 1_775_900_000.0)
+        .unwrap();
+    assert!(report.episodic.is_some());
 }
