@@ -22,6 +22,10 @@ EXPECTED_TOOLS = {
     "memory_delete",
     "memory_mark_important",
     "coral_stats",
+    "retrieve_for_turn",
+    "browse_memory",
+    "open_memory",
+    "read_timeline",
 }
 
 
@@ -90,6 +94,21 @@ async def main(coral):
                 r = await session.call_tool("memory_insert", {"content": "x", "importance": 1.5})
                 check(r.is_error, "importance outside 0..1 is a tool error")
                 check("0 to 1" in structured(r)["error"], "the error says the range")
+                checks += 1
+
+                # The timeline's read tools answer with a status, never an empty "success".
+                r = await session.call_tool(
+                    "retrieve_for_turn",
+                    {"query": "昨天下午讨论的方案", "time_hint": {"date_label": "2026-04-09",
+                                                          "time_of_day": "下午"}},
+                )
+                s = structured(r)
+                check(not r.is_error and s["status"] == "empty" and s["ok"] is True,
+                      f"retrieve_for_turn on an empty timeline: {s}")
+                r = await session.call_tool("browse_memory", {"keyword_match": "some"})
+                s = structured(r)
+                check(s["status"] == "invalid_filter" and s["ok"] is False,
+                      f"browse_memory with a bad keyword_match: {s}")
                 checks += 1
 
                 r = await session.call_tool("coral_stats", {})
