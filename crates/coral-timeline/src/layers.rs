@@ -98,8 +98,11 @@ impl LayerSettings {
         if self.episodic_visible_max == 0 || self.episodic_visible_max > 1_000 {
             return invalid("episodic_visible_max must be between 1 and 1000");
         }
-        if self.semantic_visible_limit > 1_000 || self.min_recent_turns > 1_000 {
-            return invalid("semantic_visible_limit and min_recent_turns are at most 1000");
+        if self.semantic_visible_limit > 1_000 {
+            return invalid("semantic_visible_limit is at most 1000");
+        }
+        if self.min_recent_turns > 1_000 {
+            return invalid("min_recent_turns (compaction_min_recent_turns) is at most 1000");
         }
         Ok(())
     }

@@ -33,6 +33,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Threads file.
     pub threads: ThreadsConfig,
+    /// `timeline.*`
+    pub timeline: TimelineConfig,
     /// LLM endpoint for distillation.
     pub llm: LlmConfig,
     /// Directory that relative paths are resolved against (the config file's directory).
@@ -55,6 +57,7 @@ impl Default for Config {
             parallelism: ParallelismConfig::default(),
             storage: StorageConfig::default(),
             threads: ThreadsConfig::default(),
+            timeline: TimelineConfig::default(),
             llm: LlmConfig::default(),
             base_dir: PathBuf::from("."),
             data_dir_override: None,
@@ -408,6 +411,62 @@ impl Default for ThreadsConfig {
     }
 }
 
+/// `timeline.*`: the timeline's layers and reads, with MemCore's key names and defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimelineConfig {
+    /// Raw visible tokens that trigger a compaction.
+    pub raw_token_trigger: u64,
+    /// Share of the raw tokens one compaction summarises.
+    pub raw_token_batch_ratio: f64,
+    /// Closed turns a compaction always leaves raw.
+    pub compaction_min_recent_turns: usize,
+    /// Episodic summaries the context shows.
+    pub episodic_visible_max: usize,
+    /// Summaries not yet rolled up that trigger a roll-up.
+    pub episodic_compact_trigger_count: usize,
+    /// Summaries one roll-up turns into semantic memories.
+    pub episodic_compact_batch_size: usize,
+    /// Semantic memories the context shows.
+    pub semantic_visible_limit: usize,
+    /// Hits `retrieve_for_turn` returns when the call gives no limit.
+    pub retrieval_limit: usize,
+    /// IANA zone of dates and times when a call gives none.
+    pub timezone: String,
+}
+
+impl Default for TimelineConfig {
+    fn default() -> Self {
+        let l = coral_timeline::LayerSettings::default();
+        TimelineConfig {
+            raw_token_trigger: l.raw_token_trigger,
+            raw_token_batch_ratio: l.raw_token_batch_ratio,
+            compaction_min_recent_turns: l.min_recent_turns,
+            episodic_visible_max: l.episodic_visible_max,
+            episodic_compact_trigger_count: l.episodic_compact_trigger_count,
+            episodic_compact_batch_size: l.episodic_compact_batch_size,
+            semantic_visible_limit: l.semantic_visible_limit,
+            retrieval_limit: coral_timeline::DEFAULT_LIMIT,
+            timezone: "UTC".into(),
+        }
+    }
+}
+
+impl TimelineConfig {
+    /// The layer thresholds these settings describe.
+    pub fn layer_settings(&self) -> coral_timeline::LayerSettings {
+        coral_timeline::LayerSettings {
+            raw_token_trigger: self.raw_token_trigger,
+            raw_token_batch_ratio: self.raw_token_batch_ratio,
+            min_recent_turns: self.compaction_min_recent_turns,
+            episodic_visible_max: self.episodic_visible_max,
+            episodic_compact_trigger_count: self.episodic_compact_trigger_count,
+            episodic_compact_batch_size: self.episodic_compact_batch_size,
+            semantic_visible_limit: self.semantic_visible_limit,
+        }
+    }
+}
+
 /// `llm.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -620,6 +679,21 @@ impl Config {
                 "storage.sync = {:?} must be \"always\", \"interval\" or \"never\"",
                 s.sync
             ));
+        }
+        if let Err(e) = self.timeline.layer_settings().validate() {
+            p.push(format!("timeline.{e}"));
+        }
+        if self.timeline.retrieval_limit == 0
+            || self.timeline.retrieval_limit > coral_timeline::MAX_LIMIT
+        {
+            p.push(format!(
+                "timeline.retrieval_limit = {} must be in 1..={}",
+                self.timeline.retrieval_limit,
+                coral_timeline::MAX_LIMIT
+            ));
+        }
+        if let Err(e) = coral_timeline::parse_zone(&self.timeline.timezone) {
+            p.push(format!("timeline.timezone: {e}"));
         }
         if s.wal_max_bytes < 4096 {
             p.push(format!(

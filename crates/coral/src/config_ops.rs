@@ -17,13 +17,14 @@ use crate::error::{Error, Result};
 pub const PROTECTED: [&str; 3] = ["paths.", "threads.", "embedding."];
 
 /// Sections restored by a `config_reset` without a key.
-pub const TUNABLE: [&str; 6] = [
+pub const TUNABLE: [&str; 7] = [
     "memory",
     "retrieval",
     "heat",
     "storage",
     "parallelism",
     "reload",
+    "timeline",
 ];
 
 const SECRET: &str = "llm.api_key";

@@ -73,6 +73,7 @@ fn every_key_round_trips_through_set_get_and_reset() {
             Value::Number(n) => json!(n.as_u64().unwrap() + 1),
             Value::String(_) if key == "retrieval.mode" => json!("rrf"),
             Value::String(_) if key == "storage.sync" => json!("always"),
+            Value::String(_) if key == "timeline.timezone" => json!("Asia/Shanghai"),
             Value::String(_) => json!("changed-value"),
             other => panic!("{key}: unexpected {other}"),
         };
@@ -269,4 +270,64 @@ fn coral_embed_id(i: usize) -> String {
         i * 7919,
         i * 104_729
     ))
+}
+
+#[test]
+fn timeline_settings_are_checked_and_reach_the_tools() {
+    for (bad, key) in [
+        (
+            json!({"raw_token_batch_ratio": 1.5}),
+            "timeline.raw_token_batch_ratio",
+        ),
+        (
+            json!({"raw_token_trigger": 10}),
+            "timeline.raw_token_trigger",
+        ),
+        (
+            json!({"episodic_compact_batch_size": 10}),
+            "timeline.episodic_compact_batch_size",
+        ),
+        (json!({"retrieval_limit": 0}), "timeline.retrieval_limit"),
+        (json!({"timezone": "Mars/Olympus"}), "timeline.timezone"),
+    ] {
+        let text = json!({"timeline": bad}).to_string();
+        let err = Config::from_json(&text).unwrap_err();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let coral = open(
+        dir.path(),
+        json!({"timeline": {"timezone": "Asia/Shanghai", "retrieval_limit": 1}}),
+    );
+    for (i, text) in ["预算第一版", "预算第二版", "预算第三版"]
+        .iter()
+        .enumerate()
+    {
+        coral
+            .call_tool(
+                "timeline_record_entry",
+                &json!({"kind": "message.user", "text": text, "timestamp": 1_775_779_200 + i}),
+            )
+            .unwrap();
+    }
+    let r = coral
+        .call_tool(
+            "retrieve_for_turn",
+            &json!({"query": "预算", "include_visible": true}),
+        )
+        .unwrap();
+    assert_eq!(r["timezone"], "Asia/Shanghai");
+    assert_eq!(r["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(r["hits"][0]["time"], "2026-04-10 08:00");
+    // Changed at run time, used by the next call.
+    coral
+        .config_set("timeline.retrieval_limit", json!(3))
+        .unwrap();
+    let r = coral
+        .call_tool(
+            "retrieve_for_turn",
+            &json!({"query": "预算", "include_visible": true}),
+        )
+        .unwrap();
+    assert_eq!(r["hits"].as_array().unwrap().len(), 3);
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use coral_timeline::{
     BeginTurn, BrowseRequest, CompleteTurn, ContextRequest, Detail, EntryInput, Error,
-    HistoryFormat, KeywordMatch, LayerSettings, Namespace, OpenRequest, Origin, Policy, Projection,
-    ReadRequest, RetrieveRequest, TimeHint, TimeRange, Timeline, ToolExchange, View, with_ok,
+    HistoryFormat, KeywordMatch, Namespace, OpenRequest, Origin, Policy, Projection, ReadRequest,
+    RetrieveRequest, TimeHint, TimeRange, Timeline, ToolExchange, View, with_ok,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -66,7 +66,7 @@ const TURN_ID: Arg = text_arg(
 const TIMEZONE: Arg = text_arg(
     "timezone",
     false,
-    "IANA time zone such as Asia/Shanghai, default UTC / 时区，默认 UTC",
+    "IANA time zone such as Asia/Shanghai, default timeline.timezone (UTC) / 时区，默认 UTC",
 );
 const SOURCE_ID: Arg = text_arg(
     "source_id",
@@ -748,12 +748,20 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             view,
             detail,
             cross_conversation: args.bool("cross_conversation").unwrap_or(false),
-            timezone: args.str("timezone").map(String::from),
+            timezone: zone(coral, args),
             page_size: args.int("page_size").unwrap_or(0) as usize,
             cursor: args.str("cursor").map(String::from),
         },
     );
     Ok(with_ok(&result, result.status))
+}
+
+/// The call's `timezone`, else `timeline.timezone` from the config.
+fn zone(coral: &Coral, args: &Args) -> Option<String> {
+    Some(
+        args.str("timezone")
+            .map_or_else(|| coral.config().timeline.timezone.clone(), String::from),
+    )
 }
 
 fn strings(args: &Args, name: &str) -> Vec<String> {
@@ -789,10 +797,12 @@ fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             || args.bool("include_explicit").unwrap_or(false),
         about_roles: strings(args, "about_roles"),
         cross_conversation: args.bool("cross_conversation").unwrap_or(false),
-        limit: args.int("limit").unwrap_or(0) as usize,
+        limit: args
+            .int("limit")
+            .map_or(coral.config().timeline.retrieval_limit, |n| n as usize),
         token_budget: 0,
-        timezone: args.str("timezone").map(String::from),
-        settings: LayerSettings::default(),
+        timezone: zone(coral, args),
+        settings: coral.config().timeline.layer_settings(),
     };
     match coral.timeline_retrieve(&namespace(args), &request) {
         Ok(result) => Ok(with_ok(&result, result.status)),
@@ -818,7 +828,7 @@ fn browse_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         cross_conversation: args.bool("cross_conversation").unwrap_or(false),
         page_size: args.int("page_size").unwrap_or(0) as usize,
         cursor: args.str("cursor").map(String::from),
-        timezone: args.str("timezone").map(String::from),
+        timezone: zone(coral, args),
     };
     let timeline = match coral.timeline() {
         Ok(t) => t,
@@ -833,8 +843,8 @@ fn context(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         .context(
             &namespace(args),
             &ContextRequest {
-                timezone: args.str("timezone").map(String::from),
-                settings: LayerSettings::default(),
+                timezone: zone(coral, args),
+                settings: coral.config().timeline.layer_settings(),
             },
         )
         .map_err(write_error)?;
@@ -845,8 +855,8 @@ fn compact(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let report = coral
         .timeline_compact(
             &namespace(args),
-            &LayerSettings::default(),
-            args.str("timezone"),
+            &coral.config().timeline.layer_settings(),
+            zone(coral, args).as_deref(),
         )
         .map_err(write_error)?;
     ok(report)
@@ -886,7 +896,7 @@ fn read_timeline(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         projection,
         page_token_budget: budget,
         cursor: args.str("cursor").map(String::from),
-        timezone: args.str("timezone").map(String::from),
+        timezone: zone(coral, args),
     };
     let timeline = match coral.timeline() {
         Ok(t) => t,
