@@ -211,7 +211,10 @@ fn host_writes_over_http_and_models_read_over_both_transports() {
             "retrieve_for_turn",
             with(json!({"query": "第 42 行类型不匹配", "include_visible": true})),
         ),
-        ("retrieve_for_turn", with(json!({"query": "第 42 行类型不匹配"}))),
+        (
+            "retrieve_for_turn",
+            with(json!({"query": "第 42 行类型不匹配"})),
+        ),
         ("browse_memory", with(json!({"keywords": ["构建"]}))),
     ];
     let over_http: Vec<Value> = reads.iter().map(|(t, a)| http.ok(t, a.clone())).collect();
