@@ -20,6 +20,7 @@ use common::{Rng, T0, dump, ns, temp_timeline};
 struct Scripted {
     calls: AtomicUsize,
     fail: Mutex<Option<String>>,
+    last_prompt: Mutex<String>,
 }
 
 impl Scripted {
@@ -27,6 +28,7 @@ impl Scripted {
         Scripted {
             calls: AtomicUsize::new(0),
             fail: Mutex::new(None),
+            last_prompt: Mutex::new(String::new()),
         }
     }
 }
@@ -46,6 +48,7 @@ fn tags(text: &str) -> Vec<String> {
 impl SummaryLlm for Scripted {
     fn complete(&self, system: &str, user: &str) -> Result<String, String> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        *self.last_prompt.lock().unwrap() = user.to_string();
         if let Some(answer) = self.fail.lock().unwrap().clone() {
             return if answer == "down" {
                 Err("connection refused".into())
@@ -495,4 +498,48 @@ fn settings_and_bad_zones_are_refused() {
         )
         .unwrap_err();
     assert!(err.to_string().contains("IANA"), "{err}");
+}
+
+#[test]
+fn a_compaction_summarises_only_what_fits_in_one_request() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 1_000,
+        ..LayerSettings::default()
+    };
+    // 80 turns whose answers are 1,500 characters each: about 130,000 characters of transcript.
+    for i in 0..80 {
+        let at = T0 + i as f64 * 60.0;
+        let handle = t
+            .begin_turn(&ns, &BeginTurn::user(format!("问题 {i}")), at)
+            .unwrap();
+        t.complete_turn(
+            &ns,
+            &handle.turn_id,
+            &CompleteTurn::answer(format!("{i} ").repeat(500)),
+            at + 1.0,
+        )
+        .unwrap();
+    }
+    let report = t
+        .compact(&ns, &settings, &llm, utc(), T0 + 9_999.0)
+        .unwrap();
+    let prompt = llm.last_prompt.lock().unwrap().clone();
+    let shown = prompt.matches("] user:").count();
+    assert_eq!(report.summarised_units, shown);
+    assert!(shown > 1 && shown < 53, "{shown} turns in one request");
+    assert!(
+        prompt.chars().count() < 61_000,
+        "{}",
+        prompt.chars().count()
+    );
+    // What was not shown is still raw, and the next call summarises more.
+    assert!(report.status.compaction_due);
+    let next = t
+        .compact(&ns, &settings, &llm, utc(), T0 + 9_999.0)
+        .unwrap();
+    assert!(next.summarised_units >= 1);
+    assert_eq!(next.status.compactions, 2);
 }

@@ -404,7 +404,14 @@ pub fn cases() -> Vec<Case> {
         case(
             "coral_config_reset",
             json!({}),
-            Ok(|r| r["scope"] == "tunable" && r["reset"].as_array().is_some_and(|a| a.len() == 6)),
+            Ok(|r| {
+                r["scope"] == "tunable"
+                    && r["reset"].as_array().is_some_and(|a| {
+                        a.len() == 7
+                            && a.contains(&json!("memory"))
+                            && a.contains(&json!("timeline"))
+                    })
+            }),
         ),
         case(
             "coral_report",
