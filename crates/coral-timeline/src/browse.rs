@@ -371,8 +371,10 @@ impl Timeline {
             "page": page_size,
         });
         let digest = cursor::keyed_digest(&self.secret, &selector.to_string());
-        let offset = match &req.cursor {
-            None => 0,
+        // A cursor resumes after the last card shown, by (period start, row), so cards written
+        // between pages neither repeat nor push others out.
+        let after: Option<(f64, i64)> = match &req.cursor {
+            None => None,
             Some(c) => {
                 let pos = cursor::open(&self.secret, c).map_err(Failure::Invalid)?;
                 if pos["q"].as_str() != Some(digest.as_str()) {
@@ -381,7 +383,10 @@ impl Timeline {
                          that returned it, changing only the cursor",
                     ));
                 }
-                pos["offset"].as_u64().unwrap_or(0) as usize
+                Some((
+                    pos["after"][0].as_f64().unwrap_or(f64::MIN),
+                    pos["after"][1].as_i64().unwrap_or(i64::MIN),
+                ))
             }
         };
         let (cards, pools) = self.read(|tx| {
@@ -397,6 +402,7 @@ impl Timeline {
             Ok((cards, pools))
         })?;
         let mut matched: Vec<BrowseCard> = Vec::new();
+        let mut keys: Vec<(f64, i64)> = Vec::new();
         for card in cards {
             if !layers.is_empty() && !layers.contains(&card.layer) {
                 continue;
@@ -416,6 +422,7 @@ impl Timeline {
             if !pass {
                 continue;
             }
+            keys.push((card.period_start, card.pk));
             matched.push(BrowseCard {
                 open: format!(
                     "open_memory(memory_id=\"{}\", view=\"content\")",
@@ -439,12 +446,21 @@ impl Timeline {
         }
         let coverage = coverage(&matched, window, zone);
         let total = matched.len();
-        let page: Vec<BrowseCard> = matched.into_iter().skip(offset).take(page_size).collect();
-        let remaining = total.saturating_sub(offset + page.len());
-        let next_cursor = (remaining > 0).then(|| {
+        let start = match after {
+            None => 0,
+            Some((t, pk)) => keys
+                .iter()
+                .position(|&(kt, kp)| kt.total_cmp(&t).then(kp.cmp(&pk)).is_gt())
+                .unwrap_or(keys.len()),
+        };
+        let page: Vec<BrowseCard> = matched.into_iter().skip(start).take(page_size).collect();
+        let shown = start + page.len();
+        let remaining = total.saturating_sub(shown);
+        let next_cursor = (remaining > 0 && shown > 0).then(|| {
+            let (t, pk) = keys[shown - 1];
             cursor::seal(
                 &self.secret,
-                &json!({"v": 1, "q": digest, "offset": offset + page.len()}),
+                &json!({"v": 1, "q": digest, "after": [t, pk]}),
             )
         });
         let status = if total == 0 {

@@ -3,16 +3,19 @@
 //! time-of-day labels.
 //!
 //! The text is a pure function of what is stored, and between compactions it only grows at
-//! its end: a closed turn is settled once and never re-rendered differently, open turns are not
-//! part of it (the host sends the current turn as native messages after it), and the sections
-//! are fixed. So a provider's prefix cache keeps hitting until the next compaction or roll-up.
+//! its end: units appear in the order they closed (a turn when it completes or is aborted, a
+//! standalone entry when it is written), a closed turn is settled once and never re-rendered
+//! differently, open turns are not part of it (the host sends the current turn as native
+//! messages after it), and the sections are fixed. So a provider's prefix cache keeps hitting
+//! until the next compaction or roll-up, even when turns overlap or a stale turn is aborted
+//! late.
 
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::layers::{
-    LayerSettings, floor_of, newest_semantic, pending_episodic, pick_batch, raw_units, render_card,
-    render_unit,
+    LayerSettings, floor_of, newest_semantic, open_turns, pending_episodic, pick_batch, raw_units,
+    render_card, render_unit,
 };
 use crate::namespace::Namespace;
 use crate::read::{Failure, zone_of};
@@ -67,14 +70,15 @@ impl Timeline {
         let hk = ns.hard_key();
         let conv = ns.conversation_id.as_str();
         let s = &req.settings;
-        let (semantic, episodic, units, pending) = self.read(|tx| {
+        let (semantic, episodic, units, pending, open_turns) = self.read(|tx| {
             let (floor, _, _) = floor_of(tx, &hk, conv)?;
             let semantic = newest_semantic(tx, &hk, conv, s.semantic_visible_limit)?;
             let pending = pending_episodic(tx, &hk, conv)?;
             let skip = pending.len().saturating_sub(s.episodic_visible_max);
             let episodic = pending[skip..].to_vec();
             let units = raw_units(tx, &hk, conv, floor)?;
-            Ok((semantic, episodic, units, pending.len()))
+            let open = open_turns(tx, &hk, conv)?.len();
+            Ok((semantic, episodic, units, pending.len(), open))
         })?;
         let mut text = String::from(CONTEXT_HEADER);
         if !semantic.is_empty() {
@@ -91,13 +95,8 @@ impl Timeline {
         }
         text.push_str("[近期对话 recent conversation]\n");
         let mut last_date = None;
-        let (mut raw_units_shown, mut raw_tokens, mut open_turns) = (0, 0, 0);
+        let mut raw_tokens = 0;
         for unit in &units {
-            if !unit.is_closed() {
-                open_turns += 1;
-                continue;
-            }
-            raw_units_shown += 1;
             raw_tokens += unit.tokens();
             render_unit(unit, zone, None, &mut last_date, &mut text);
         }
@@ -113,7 +112,7 @@ impl Timeline {
             timezone: zone_name,
             semantic: semantic.into_iter().map(|c| c.memory_id).collect(),
             episodic: episodic.into_iter().map(|c| c.memory_id).collect(),
-            raw_units: raw_units_shown,
+            raw_units: units.len(),
             raw_tokens,
             open_turns,
             compaction_due: raw_tokens >= s.raw_token_trigger && batch > 0,

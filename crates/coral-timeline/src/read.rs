@@ -687,7 +687,8 @@ impl Timeline {
             return fail(
                 ReadStatus::InvalidFilter,
                 format!(
-                    "{memory_id:?} is not a summary here; view=sources opens the sources of a                      summary (browse_memory lists them), and an entry's text is view=content"
+                    "{memory_id:?} is not a summary here; view=sources opens the sources of a \
+                     summary (browse_memory lists them), and an entry's text is view=content"
                 ),
             );
         }

@@ -14,7 +14,7 @@
 //! tagged with the embedder's model id.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono_tz::Tz;
 use coral_score::{Bm25Index, Bm25Params, Bm25Query, cosine, keyword_terms, rrf};
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::layers::{
     FACETS, LayerSettings, SUMMARY_SELECT, SummaryCard, card_from_sql, floor_of, newest_semantic,
-    pending_episodic,
+    open_turns, pending_episodic,
 };
 use crate::namespace::Namespace;
 use crate::read::{Failure, ReadStatus, UnitView, unit_view, zone_of};
@@ -87,7 +87,9 @@ pub struct RetrieveRequest {
     pub source_layers: Vec<String>,
     /// Semantic memories with these facets only (other layers are unaffected).
     pub memory_facets: Vec<String>,
-    /// Raw entries whose kind matches one of these (`tool.shell.result`, `tool.*`, `message.*`).
+    /// Only what matches one of these kinds: raw entries by their kind (`tool.shell.result`,
+    /// `tool.*`, `message.*`), summaries as `memory.episodic` / `memory.semantic`
+    /// (`memory.*`).
     pub kind_patterns: Vec<String>,
     /// Raw entries by who produced them: `user`, `assistant`, `external` (the environment:
     /// tool results, events); `third_party` matches nothing stored yet. Summaries are
@@ -179,6 +181,9 @@ pub struct RetrieveResult {
     pub excluded_visible: usize,
     /// Estimated tokens of the hits' texts and turns.
     pub tokens: u64,
+    /// What went wrong without stopping the search (an embedder failure: words only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The hits: raw first, then summaries, each group best first.
     pub hits: Vec<RetrieveHit>,
 }
@@ -194,6 +199,7 @@ impl RetrieveResult {
             candidates: 0,
             excluded_visible: 0,
             tokens: 0,
+            warnings: Vec::new(),
             hits: Vec::new(),
         }
     }
@@ -261,7 +267,9 @@ struct HardKeyIndex {
 /// The per-hard-key indexes of a [`Timeline`].
 #[derive(Default)]
 pub(crate) struct RetrievalCache {
-    indexes: Mutex<HashMap<String, HardKeyIndex>>,
+    /// One lock per hard key, so one user's slow first call (embedding a long history) does
+    /// not hold up the others.
+    indexes: Mutex<HashMap<String, Arc<Mutex<HardKeyIndex>>>>,
 }
 
 impl HardKeyIndex {
@@ -578,20 +586,33 @@ impl Timeline {
         let conv = ns.conversation_id.as_str();
         let model = embedder.map(|e| e.model_id());
 
-        let mut indexes = self
-            .retrieval
-            .indexes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let index = indexes.entry(hk.clone()).or_default();
+        let slot = Arc::clone(
+            self.retrieval
+                .indexes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(hk.clone())
+                .or_default(),
+        );
+        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let index = &mut *guard;
 
         // The index, what the context shows, and the sources asked for, in one snapshot.
-        let (visible_floor, visible_summaries, within) = self.read(|tx| {
+        let (visible_units, visible_summaries, within) = self.read(|tx| {
             index.refresh(tx, &hk)?;
             if let Some(m) = &model {
                 index.load_vectors(tx, &hk, m)?;
             }
+            // The raw window (closed after the floor) and the open turns.
             let (floor, _, _) = floor_of(tx, &hk, conv)?;
+            let mut units: HashSet<i64> = tx
+                .prepare_cached(
+                    "SELECT unit_seq FROM closures WHERE hard_key = ?1 AND conversation_id = ?2 \
+                     AND close_pk > ?3",
+                )?
+                .query_map(params![hk, conv, floor], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            units.extend(open_turns(tx, &hk, conv)?);
             let mut shown: HashSet<String> = HashSet::new();
             let pending = pending_episodic(tx, &hk, conv)?;
             let skip = pending
@@ -607,7 +628,7 @@ impl Timeline {
                 Some(id) => Some(sources_of(tx, &hk, id)?),
                 None => None,
             };
-            Ok((floor, shown, within))
+            Ok((units, shown, within))
         })?;
         let within = match within {
             Some(None) => {
@@ -664,7 +685,7 @@ impl Timeline {
             }
             if !req.include_visible && doc.conversation_id == conv {
                 let shown = match doc.layer {
-                    Layer::Raw => doc.unit_seq >= visible_floor,
+                    Layer::Raw => visible_units.contains(&doc.unit_seq),
                     _ => visible_summaries.contains(&doc.id),
                 };
                 if shown {
@@ -680,6 +701,7 @@ impl Timeline {
         let mut by_words = index.bm25.scores_within(&query, params, &candidates);
         by_words.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut by_vector: Vec<(u32, f64)> = Vec::new();
+        let mut warnings = Vec::new();
         if let (Some(e), Some(m)) = (embedder, &model)
             && !candidates.is_empty()
         {
@@ -698,18 +720,24 @@ impl Timeline {
                 .collect::<Vec<_>>()
                 .join(" ");
             texts.push(&query_text);
-            let mut vectors = e
-                .embed(&texts)
-                .map_err(|m| Failure::Unavailable(format!("embedding failed: {m}")))?;
-            if vectors.len() != texts.len() {
-                return Err(Failure::Unavailable(format!(
+            let embedded = match e.embed(&texts) {
+                Ok(v) if v.len() == texts.len() => Ok(v),
+                Ok(v) => Err(format!(
                     "the embedder returned {} vectors for {} texts",
-                    vectors.len(),
+                    v.len(),
                     texts.len()
-                )));
-            }
+                )),
+                Err(m) => Err(m),
+            };
+            let mut vectors = match embedded {
+                Ok(v) => v,
+                Err(m) => {
+                    warnings.push(format!("embedding failed, ranked by words only: {m}"));
+                    Vec::new()
+                }
+            };
             let query_vector = vectors.pop().unwrap_or_default();
-            if !missing.is_empty() {
+            if !missing.is_empty() && !vectors.is_empty() {
                 let stored: Vec<(String, Vec<u8>)> = missing
                     .iter()
                     .zip(&vectors)
@@ -826,6 +854,7 @@ impl Timeline {
             candidates: candidates.len(),
             excluded_visible,
             tokens,
+            warnings,
             hits,
         })
     }

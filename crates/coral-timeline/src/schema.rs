@@ -88,8 +88,9 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (hard_key, source_id)
     ) STRICT, WITHOUT ROWID;
     "#,
-    // 1 -> 2: summaries (episodic and semantic), their sources, each conversation's raw floor,
-    // and the vectors retrieval computes for entries and summaries.
+    // 1 -> 2: summaries (episodic and semantic), their sources, the order in which units
+    // closed, each conversation's raw floor, and the vectors retrieval computes for entries and
+    // summaries.
     r#"
     CREATE TABLE summaries (
         summary_pk INTEGER PRIMARY KEY,
@@ -125,7 +126,24 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (hard_key, summary_id, position)
     ) STRICT, WITHOUT ROWID;
 
-    -- Units of a conversation below raw_floor are summarised: the context shows their summary.
+    -- Units (turns and standalone entries) in the order they closed: the context shows them in
+    -- this order, so it only ever grows at its end. Existing closed units are numbered in
+    -- conversation order.
+    CREATE TABLE closures (
+        close_pk INTEGER PRIMARY KEY,
+        hard_key TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        unit_seq INTEGER NOT NULL,
+        UNIQUE (hard_key, conversation_id, unit_seq)
+    ) STRICT;
+    INSERT INTO closures (hard_key, conversation_id, unit_seq)
+        SELECT hard_key, conversation_id, unit_seq FROM (
+            SELECT hard_key, conversation_id, unit_seq FROM turns WHERE status != 'open'
+            UNION
+            SELECT hard_key, conversation_id, unit_seq FROM entries WHERE turn_id IS NULL
+        ) ORDER BY hard_key, conversation_id, unit_seq;
+
+    -- Closures up to raw_floor (a close_pk) are summarised: the context shows their summary.
     CREATE TABLE compaction (
         hard_key TEXT NOT NULL,
         conversation_id TEXT NOT NULL,
@@ -136,13 +154,13 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (hard_key, conversation_id)
     ) STRICT, WITHOUT ROWID;
 
-    -- One vector per entry or summary, tagged with the embedder that made it.
+    -- One vector per entry or summary and embedder.
     CREATE TABLE vectors (
         hard_key TEXT NOT NULL,
-        item_id TEXT NOT NULL,
         model TEXT NOT NULL,
+        item_id TEXT NOT NULL,
         vector BLOB NOT NULL,
-        PRIMARY KEY (hard_key, item_id)
+        PRIMARY KEY (hard_key, model, item_id)
     ) STRICT, WITHOUT ROWID;
     "#,
 ];

@@ -241,6 +241,16 @@ pub(crate) const ROW_SELECT: &str = "SELECT e.conversation_id, e.seq_no, e.unit_
      e.tokens, e.sha256, s.classification, s.card, s.card_tokens FROM entries e \
      LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id";
 
+/// [`ROW_SELECT`] without the bodies the conversation shows as cards (their `text` is empty)
+/// and without payloads: for rendering and token counts.
+pub(crate) const LIGHT_ROW_SELECT: &str = "SELECT e.conversation_id, e.seq_no, e.unit_seq, \
+     e.unit_ts, e.source_id, e.kind, e.origin, e.turn_role, e.actor, e.turn_id, \
+     e.correlation_id, e.tool_name, e.status, e.ts, \
+     CASE WHEN s.classification = 'compact_reloadable' AND s.card IS NOT NULL THEN '' \
+     ELSE e.text END, NULL, e.chars, e.bytes, e.tokens, e.sha256, s.classification, s.card, \
+     s.card_tokens FROM entries e \
+     LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id";
+
 impl Row {
     pub(crate) fn from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         Ok(Row {

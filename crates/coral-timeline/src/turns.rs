@@ -475,6 +475,10 @@ impl Timeline {
             estimate_tokens(&e.text) as i64,
             sha,
         ])?;
+        if e.turn_id.is_none() {
+            // A standalone entry is a unit that closes as it is written.
+            close_unit(tx, hk, e.conversation_id, unit_seq)?;
+        }
         Ok(EntryRef {
             source_id,
             seq_no,
@@ -925,6 +929,7 @@ impl Timeline {
                  final_source_id = ?2 WHERE turn_pk = ?3 AND hard_key = ?4",
             )?
             .execute(params![end, final_id, turn.pk, hk])?;
+            close_unit(tx, &hk, &turn.conversation_id, turn.unit_seq)?;
             let turn = self.load_turn(tx, &hk, ns, turn_id)?;
             Ok(Closed {
                 turn: self.view(tx, &hk, turn)?,
@@ -985,6 +990,7 @@ impl Timeline {
              end_reason = ?2 WHERE turn_pk = ?3 AND hard_key = ?4",
         )?
         .execute(params![now, reason, turn.pk, hk])?;
+        close_unit(tx, hk, &turn.conversation_id, turn.unit_seq)?;
         Ok(())
     }
 
@@ -1390,4 +1396,18 @@ fn duplicate_call(corr: &str, turn_id: &str) -> Error {
         "duplicate correlation id {corr:?} in turn {turn_id:?}: every tool call in a turn needs \
          its own id"
     ))
+}
+
+/// Record that a unit (a turn, or a standalone entry) closed: its place in the context.
+fn close_unit(
+    tx: &Transaction<'_>,
+    hard_key: &str,
+    conversation_id: &str,
+    unit_seq: i64,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO closures (hard_key, conversation_id, unit_seq) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![hard_key, conversation_id, unit_seq])?;
+    Ok(())
 }

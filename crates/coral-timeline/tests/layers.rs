@@ -543,3 +543,158 @@ fn a_compaction_summarises_only_what_fits_in_one_request() {
     assert!(next.summarised_units >= 1);
     assert_eq!(next.status.compactions, 2);
 }
+
+/// The context of `ns` with `settings`, in Shanghai time.
+fn ctx(t: &Timeline, ns: &Namespace, settings: &LayerSettings) -> String {
+    t.context(
+        ns,
+        &ContextRequest {
+            timezone: Some("Asia/Shanghai".into()),
+            settings: settings.clone(),
+        },
+    )
+    .unwrap()
+    .text
+}
+
+#[test]
+fn overlapping_turns_and_late_aborts_only_append_to_the_context() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let settings = LayerSettings::default();
+    turn(&t, &ns, 0, 0, T0);
+    let mut previous = ctx(&t, &ns, &settings);
+    let step = |what: &str, previous: &mut String| {
+        let now = ctx(&t, &ns, &settings);
+        assert!(
+            now.starts_with(previous.as_str()),
+            "{what}: the context changed before its end\n--- before\n{previous}\n--- after\n{now}"
+        );
+        *previous = now;
+    };
+    // A turn stays open while a reminder (a standalone entry) is recorded, then completes.
+    let open = t
+        .begin_turn(&ns, &BeginTurn::user("长任务开始"), T0 + 100.0)
+        .unwrap();
+    step("begin", &mut previous);
+    t.record_entry(
+        &ns,
+        &EntryInput::new("event.reminder", "提醒：三点开会").at(T0 + 110.0),
+        T0 + 110.0,
+    )
+    .unwrap();
+    step("reminder during an open turn", &mut previous);
+    t.complete_turn(
+        &ns,
+        &open.turn_id,
+        &CompleteTurn::answer("长任务完成"),
+        T0 + 120.0,
+    )
+    .unwrap();
+    step("the open turn completes", &mut previous);
+    // A turn left open (its process died), a later one completes, then recovery aborts the
+    // first: it appears at the end, not in the middle.
+    let stale = t
+        .begin_turn(&ns, &BeginTurn::user("被遗忘的任务"), T0 + 200.0)
+        .unwrap();
+    turn(&t, &ns, 1, 0, T0 + 300.0);
+    step("a later turn completes", &mut previous);
+    t.abort_turn(&ns, &stale.turn_id, Some("process gone"), T0 + 400.0)
+        .unwrap();
+    step("the stale turn is aborted", &mut previous);
+    assert!(
+        previous.ends_with(&format!("{}\n", "  被遗忘的任务")),
+        "{previous}"
+    );
+    // Across midnight (Shanghai) a new date header is appended, nothing else changes.
+    turn(&t, &ns, 2, 0, T0 + 16.5 * 3600.0);
+    step("past midnight", &mut previous);
+    assert!(previous.contains("[日期 2026-04-11 周六]"));
+}
+
+#[test]
+fn an_open_turn_does_not_hold_compaction_back() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 1_000,
+        ..LayerSettings::default()
+    };
+    let stale = t
+        .begin_turn(&ns, &BeginTurn::user("一直没有结束的任务"), T0)
+        .unwrap();
+    for i in 0..12 {
+        turn(&t, &ns, i, 0, T0 + 60.0 * (i + 1) as f64);
+    }
+    let status = t.layer_status(&ns, &settings).unwrap();
+    assert!(status.compaction_due, "{status:?}");
+    let report = t
+        .compact(&ns, &settings, &llm, utc(), T0 + 5_000.0)
+        .unwrap();
+    assert!(report.summarised_units >= 1);
+    // The open turn is neither summarised nor lost: it shows up once it closes.
+    t.complete_turn(
+        &ns,
+        &stale.turn_id,
+        &CompleteTurn::answer("终于完成"),
+        T0 + 6_000.0,
+    )
+    .unwrap();
+    let text = ctx(&t, &ns, &settings);
+    assert!(text.contains("一直没有结束的任务") && text.ends_with("  终于完成\n"));
+}
+
+#[test]
+fn a_failed_roll_up_keeps_the_compaction_and_says_so() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Scripted::new();
+    let settings = LayerSettings {
+        raw_token_trigger: 150,
+        episodic_compact_trigger_count: 3,
+        episodic_compact_batch_size: 2,
+        ..LayerSettings::default()
+    };
+    let mut at = T0;
+    // Two summaries, then raw past the trigger again.
+    let mut i = 0;
+    while t.layer_status(&ns, &settings).unwrap().episodic_pending < 2 {
+        turn(&t, &ns, i, 0, at);
+        at += 60.0;
+        i += 1;
+        if t.layer_status(&ns, &settings).unwrap().compaction_due {
+            t.compact(&ns, &settings, &llm, utc(), at).unwrap();
+        }
+    }
+    while !t.layer_status(&ns, &settings).unwrap().compaction_due {
+        turn(&t, &ns, i, 0, at);
+        at += 60.0;
+        i += 1;
+    }
+    // The summary request succeeds, the roll-up request after it fails.
+    struct SecondFails(AtomicUsize, Scripted);
+    impl SummaryLlm for SecondFails {
+        fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+            if self.0.fetch_add(1, Ordering::SeqCst) == 1 {
+                return Err("503 overloaded".into());
+            }
+            self.1.complete(system, user)
+        }
+    }
+    let flaky = SecondFails(AtomicUsize::new(0), Scripted::new());
+    let report = t.compact(&ns, &settings, &flaky, utc(), at).unwrap();
+    assert!(report.episodic.is_some());
+    assert!(report.semantic.is_empty());
+    let why = report.rollup_error.clone().unwrap();
+    assert!(
+        why.starts_with("llm_failed:") && why.contains("503"),
+        "{why}"
+    );
+    assert_eq!(report.status.episodic_pending, 3);
+    assert!(report.status.rollup_due);
+    // The next call rolls up.
+    let again = t.compact(&ns, &settings, &llm, utc(), at + 1.0).unwrap();
+    assert_eq!(again.rolled_up, 2);
+    assert!(again.rollup_error.is_none());
+}

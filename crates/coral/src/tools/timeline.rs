@@ -276,6 +276,17 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 description: "hits, default 6 / 返回条数，默认 6",
                 default: Some(DefaultValue::Int(6)),
             },
+            Arg {
+                name: "token_budget",
+                kind: Kind::Integer {
+                    min: 0,
+                    max: 1_000_000,
+                },
+                required: false,
+                description: "stop adding hits past this many tokens (the first always comes), \
+                              default 12000, 0 = no limit / 结果 token 上限",
+                default: Some(DefaultValue::Int(DEFAULT_PAGE_TOKENS as i64)),
+            },
             CROSS,
             TIMEZONE,
             TENANT,
@@ -800,7 +811,9 @@ fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         limit: args
             .int("limit")
             .map_or(coral.config().timeline.retrieval_limit, |n| n as usize),
-        token_budget: 0,
+        token_budget: args
+            .int("token_budget")
+            .map_or(DEFAULT_PAGE_TOKENS, |n| n as u64),
         timezone: zone(coral, args),
         settings: coral.config().timeline.layer_settings(),
     };
