@@ -698,3 +698,44 @@ fn a_failed_roll_up_keeps_the_compaction_and_says_so() {
     assert_eq!(again.rolled_up, 2);
     assert!(again.rollup_error.is_none());
 }
+
+#[test]
+fn a_version_1_file_migrates_with_its_closed_turns_in_the_context() {
+    let (t, dir) = temp_timeline();
+    let ns = ns();
+    for i in 0..3 {
+        turn(&t, &ns, i, 0, T0 + 60.0 * i as f64);
+    }
+    t.record_entry(
+        &ns,
+        &EntryInput::user("单独的一条").at(T0 + 500.0),
+        T0 + 500.0,
+    )
+    .unwrap();
+    let open = t
+        .begin_turn(&ns, &BeginTurn::user("没结束"), T0 + 600.0)
+        .unwrap();
+    let before = ctx(&t, &ns, &LayerSettings::default());
+    drop(t);
+    // Take the file back to schema 1, as an older build left it.
+    let path = dir.path().join("timeline.sqlite3");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP TABLE summaries; DROP TABLE summary_sources; DROP TABLE closures; \
+         DROP TABLE compaction; DROP TABLE vectors; PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(conn);
+    let t = Timeline::open(&path).unwrap();
+    assert_eq!(t.migrated_from(), 1);
+    assert_eq!(ctx(&t, &ns, &LayerSettings::default()), before);
+    t.complete_turn(
+        &ns,
+        &open.turn_id,
+        &CompleteTurn::answer("现在结束了"),
+        T0 + 700.0,
+    )
+    .unwrap();
+    let after = ctx(&t, &ns, &LayerSettings::default());
+    assert!(after.starts_with(&before) && after.ends_with("  现在结束了\n"));
+}
