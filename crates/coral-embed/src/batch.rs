@@ -1,10 +1,12 @@
 //! `BatchingEmbedder`: concurrent callers' texts share one model call (SPEC 9.3).
 //!
-//! The first request to arrive while no batch is open becomes the batch's leader: it waits
-//! `window`, then for the model to be free (batches run one at a time), takes every request
-//! queued meanwhile, embeds all their texts in one call and hands each caller its rows. A
-//! request arriving after the leader took the queue opens the next batch, which keeps filling
-//! while the current one runs. With a zero window every call goes straight to the model.
+//! The first request to arrive while no batch is open becomes the batch's leader. It waits for
+//! company, at most `window`, and no longer than it takes as many requests as the last batch had
+//! to queue, so callers in a steady loop are batched without waiting out the window each time.
+//! Then it waits for the model (batches run
+//! one at a time; the queue keeps filling meanwhile), takes every request queued, embeds all
+//! their texts in one call and hands each caller its rows. With a zero window every call goes
+//! straight to the model.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
@@ -22,6 +24,8 @@ struct Request {
 struct Queue {
     pending: Vec<Request>,
     open: bool,
+    /// Requests in the last batch: how many the next leader expects.
+    last_batch: usize,
 }
 
 /// Wraps an embedder so that concurrent calls within a time window become one call.
@@ -29,10 +33,13 @@ pub struct BatchingEmbedder {
     inner: Arc<dyn Embedder>,
     window: Duration,
     queue: Mutex<Queue>,
+    /// Signalled when a request is queued.
+    arrived: std::sync::Condvar,
     /// Held while a batch runs, so the next batch gathers until the model is free.
     running: Mutex<()>,
     calls: AtomicU64,
     requests: AtomicU64,
+    early: AtomicU64,
 }
 
 /// Counters of a [`BatchingEmbedder`].
@@ -42,6 +49,9 @@ pub struct BatchStats {
     pub requests: u64,
     /// Calls made to the wrapped embedder.
     pub calls: u64,
+    /// Batches that started before the window ran out, because as many requests as the last
+    /// batch had were queued.
+    pub early: u64,
 }
 
 impl BatchingEmbedder {
@@ -51,9 +61,11 @@ impl BatchingEmbedder {
             inner,
             window,
             queue: Mutex::new(Queue::default()),
+            arrived: std::sync::Condvar::new(),
             running: Mutex::new(()),
             calls: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            early: AtomicU64::new(0),
         }
     }
 
@@ -72,6 +84,7 @@ impl BatchingEmbedder {
         BatchStats {
             requests: self.requests.load(Ordering::Relaxed),
             calls: self.calls.load(Ordering::Relaxed),
+            early: self.early.load(Ordering::Relaxed),
         }
     }
 
@@ -85,20 +98,49 @@ impl BatchingEmbedder {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Lead one batch: wait for the window, take the queue, run it, reply to everyone.
+    /// Lead one batch: gather, wait for the model, take the queue, run it, reply to everyone.
     fn lead(&self) {
-        std::thread::sleep(self.window);
-        let _running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let deadline = std::time::Instant::now() + self.window;
+            let mut queue = self.lock();
+            // After a batch of one (or none yet) nothing says company is coming: wait the
+            // whole window for it.
+            let expected = match queue.last_batch {
+                0 | 1 => usize::MAX,
+                n => n,
+            };
+            loop {
+                if queue.pending.len() >= expected {
+                    self.early.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                queue = self
+                    .arrived
+                    .wait_timeout(queue, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let batch = {
             let mut queue = self.lock();
             queue.open = false;
+            queue.last_batch = queue.pending.len();
             std::mem::take(&mut queue.pending)
         };
         let texts: Vec<&str> = batch
             .iter()
             .flat_map(|r| r.texts.iter().map(String::as_str))
             .collect();
-        match self.call(&texts) {
+        let outcome = self.call(&texts);
+        // Free the model before anyone hears back: the callers' next batch gathers while the
+        // replies go out.
+        drop(running);
+        match outcome {
             Ok(rows) if rows.len() == texts.len() => {
                 let mut rows = rows.into_iter();
                 for r in batch {
@@ -146,6 +188,7 @@ impl Embedder for BatchingEmbedder {
             });
             !std::mem::replace(&mut queue.open, true)
         };
+        self.arrived.notify_all();
         if leader {
             self.lead();
         }
@@ -196,6 +239,36 @@ mod tests {
         assert!(stats.calls < 8, "{stats:?}");
     }
 
+    /// Callers in a loop: after the first batch (which waits the window), each batch starts as
+    /// soon as the last batch's callers are back, without waiting the window out.
+    #[test]
+    fn steady_callers_do_not_wait_out_the_window() {
+        let batcher = Arc::new(BatchingEmbedder::new(
+            Arc::new(HashEmbedder::new(16).unwrap()),
+            Duration::from_millis(300),
+        ));
+        let barrier = Arc::new(Barrier::new(4));
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let (b, barrier) = (batcher.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for round in 0..6 {
+                        let text = format!("caller {i} round {round}");
+                        assert_eq!(b.embed(&[text.as_str()]).unwrap().len(), 1);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let stats = batcher.stats();
+        assert_eq!(stats.requests, 24);
+        assert!(stats.calls <= 12, "{stats:?}");
+        assert!(stats.early >= 1, "{stats:?}");
+    }
+
     #[test]
     fn zero_window_calls_straight_through() {
         let batcher =
@@ -205,7 +278,8 @@ mod tests {
             batcher.stats(),
             BatchStats {
                 requests: 1,
-                calls: 1
+                calls: 1,
+                early: 0
             }
         );
     }
