@@ -264,12 +264,48 @@ struct HardKeyIndex {
     vectors: HashMap<u32, Vec<f32>>,
 }
 
+/// Hard keys whose indexes stay in memory; beyond it the least recently used one not in use
+/// is dropped (and rebuilt from the file if that user comes back).
+pub(crate) const CACHED_HARD_KEYS: usize = 64;
+
+/// One hard key's index, locked on its own.
+type SharedIndex = Arc<Mutex<HardKeyIndex>>;
+
 /// The per-hard-key indexes of a [`Timeline`].
 #[derive(Default)]
 pub(crate) struct RetrievalCache {
     /// One lock per hard key, so one user's slow first call (embedding a long history) does
-    /// not hold up the others.
-    indexes: Mutex<HashMap<String, Arc<Mutex<HardKeyIndex>>>>,
+    /// not hold up the others; with the call counter value of its last use.
+    indexes: Mutex<HashMap<String, (SharedIndex, u64)>>,
+    uses: std::sync::atomic::AtomicU64,
+}
+
+impl RetrievalCache {
+    /// The index of `hk`, created on first use; evicts the least recently used idle index when
+    /// more than [`CACHED_HARD_KEYS`] are held.
+    fn slot(&self, hk: &str) -> SharedIndex {
+        let tick = self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
+        if !indexes.contains_key(hk) && indexes.len() >= CACHED_HARD_KEYS {
+            let idle = indexes
+                .iter()
+                .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = idle {
+                indexes.remove(&k);
+            }
+        }
+        let entry = indexes.entry(hk.to_string()).or_default();
+        entry.1 = tick;
+        Arc::clone(&entry.0)
+    }
+
+    /// Hard keys with an index in memory (tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.indexes.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
 }
 
 impl HardKeyIndex {
@@ -586,14 +622,7 @@ impl Timeline {
         let conv = ns.conversation_id.as_str();
         let model = embedder.map(|e| e.model_id());
 
-        let slot = Arc::clone(
-            self.retrieval
-                .indexes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(hk.clone())
-                .or_default(),
-        );
+        let slot = self.retrieval.slot(&hk);
         let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
         let index = &mut *guard;
 
@@ -971,4 +1000,26 @@ fn summary_hit(
     hit.period_end_at = Some(tz::minute_label(card.period_end, zone));
     hit.summary = Some(card);
     Ok(Some(hit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_a_bounded_number_of_users() {
+        let cache = RetrievalCache::default();
+        let held = cache.slot("in-use");
+        for i in 0..(CACHED_HARD_KEYS * 2) {
+            cache.slot(&format!("user-{i}"));
+            cache.slot("hot");
+        }
+        assert_eq!(cache.len(), CACHED_HARD_KEYS);
+        // The index in use and the one used all the time stayed.
+        let indexes = cache.indexes.lock().unwrap();
+        assert!(indexes.contains_key("in-use") && indexes.contains_key("hot"));
+        assert!(!indexes.contains_key("user-0"));
+        drop(indexes);
+        drop(held);
+    }
 }
