@@ -204,8 +204,9 @@ pub struct ImportReport {
 }
 
 impl Engine {
-    /// Disk usage of the store (SPEC 6.5): every data file but the `.npy`, plus the vectors
-    /// as they will be once checkpointed (`items × dim × 4`).
+    /// Disk usage of the data directory (SPEC 6.5): every data file but the `.npy` (the
+    /// timeline's database included, once it exists), plus the vectors as they will be once
+    /// checkpointed (`items × dim × 4`). The quota counts the memory pool only.
     pub(crate) fn disk_usage(&self, config: &Config) -> DiskUsage {
         let mut files = BTreeMap::new();
         let mut data_bytes = 0;
@@ -214,6 +215,19 @@ impl Engine {
                 data_bytes += bytes;
             }
             files.insert(label.to_string(), bytes);
+        }
+        // The timeline (when it exists): the database and its write-ahead log.
+        let timeline = config.timeline_path();
+        let mut wal = timeline.clone().into_os_string();
+        wal.push("-wal");
+        let timeline_bytes: u64 = [timeline, PathBuf::from(wal)]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        if timeline_bytes > 0 {
+            data_bytes += timeline_bytes;
+            files.insert("timeline".to_string(), timeline_bytes);
         }
         let projected = (self.store.pool().len() * self.store.pool().dim() * 4) as u64;
         let total = data_bytes + projected;

@@ -97,7 +97,21 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
     std::fs::create_dir_all(&from.dir).ok();
     let lock = coral_store::DirLock::acquire(&from.attach)?;
     let mut moved = Vec::new();
-    let pairs: [(&PathBuf, &PathBuf); 8] = [
+    // The timeline follows the data directory, with its SQLite side files (a `-wal` left by
+    // a process that did not close cleanly holds committed transactions).
+    let (old_timeline, new_timeline) = (old.timeline_path(), new.timeline_path());
+    let side = |p: &PathBuf, suffix: &str| {
+        let mut name = p.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let timeline_files = [
+        (old_timeline.clone(), new_timeline.clone()),
+        (side(&old_timeline, "-wal"), side(&new_timeline, "-wal")),
+        (side(&old_timeline, "-shm"), side(&new_timeline, "-shm")),
+    ];
+    let (old_threads, new_threads) = (old.threads_path(), new.threads_path());
+    let mut pairs: Vec<(&PathBuf, &PathBuf)> = vec![
         (&from.cold, &to.cold),
         (&from.vectors, &to.vectors),
         (&from.index, &to.index),
@@ -105,10 +119,11 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
         (&from.hot, &to.hot),
         (&from.wal, &to.wal),
         (&from.archive, &to.archive),
-        (&old.threads_path(), &new.threads_path()),
+        (&old_threads, &new_threads),
     ];
+    pairs.extend(timeline_files.iter().map(|(a, b)| (a, b)));
     // Check every destination first so a refusal moves nothing.
-    for (a, b) in pairs {
+    for &(a, b) in &pairs {
         if a != b && a.exists() && b.exists() {
             return Err(Error::InvalidInput(format!(
                 "{} already exists; refusing to overwrite it with {} (nothing was moved)",
@@ -117,7 +132,7 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
             )));
         }
     }
-    for (a, b) in pairs {
+    for &(a, b) in &pairs {
         move_file(a, b, &mut moved)?;
     }
     drop(lock);

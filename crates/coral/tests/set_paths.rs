@@ -21,6 +21,15 @@ fn moves_files_keeps_data_and_is_idempotent() {
         .insert("移动之前的记忆 memory before the move", 0.7)
         .unwrap();
     let t = coral.thread_create("搬家", None, None, None).unwrap();
+    coral
+        .call_tool(
+            "timeline_record_entry",
+            &serde_json::json!({"kind": "message.user", "text": "搬家前的对话", "source_id": "m1"}),
+        )
+        .unwrap();
+    // The timeline counts in the disk usage once it exists.
+    let usage = coral.disk_usage();
+    assert!(usage.files["timeline"] > 0, "{:?}", usage.files);
     let before = coral.export();
     coral.close().unwrap();
 
@@ -40,6 +49,12 @@ fn moves_files_keeps_data_and_is_idempotent() {
         "the journal follows the warm tier"
     );
     assert!(!dir.path().join("memory_data/coral_warm.json").exists());
+    assert!(dir.path().join("store/coral_timeline.sqlite3").exists());
+    assert!(
+        !dir.path()
+            .join("memory_data/coral_timeline.sqlite3")
+            .exists()
+    );
 
     // The same call again: nothing left to move, nothing changes.
     let again = set_paths(&path, &update).unwrap();
@@ -47,6 +62,13 @@ fn moves_files_keeps_data_and_is_idempotent() {
 
     let coral = Coral::open(&path).unwrap();
     assert_eq!(coral.export(), before);
+    let opened = coral
+        .call_tool(
+            "open_memory",
+            &serde_json::json!({"memory_id": "m1", "view": "content"}),
+        )
+        .unwrap();
+    assert_eq!(opened["memory"]["content"], "搬家前的对话");
     assert_eq!(
         coral
             .thread_status(Some(&t.thread_id), false, None)
