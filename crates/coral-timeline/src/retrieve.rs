@@ -968,16 +968,29 @@ fn raw_hit(
     let Some(row) = rows.iter().find(|r| r.source_id == d.id) else {
         return Ok(None);
     };
-    let mut hit = blank_hit(d, zone);
-    hit.text = row.visible_text().to_string();
-    hit.turn = Some(unit_view(
+    let turn = unit_view(
         tx,
         hk,
         &rows,
         crate::read::Projection::Conversation,
         zone,
         0,
-    )?);
+    )?;
+    // A call of an aborted turn that never got its result is not part of the conversation
+    // (the history and the context leave it out): not a hit either.
+    if turn.turn_status.as_deref() == Some("aborted") && row.turn_role == "action" {
+        let answered = rows.iter().any(|r| {
+            r.turn_role == "observation"
+                && r.correlation_id.is_some()
+                && r.correlation_id == row.correlation_id
+        });
+        if !answered {
+            return Ok(None);
+        }
+    }
+    let mut hit = blank_hit(d, zone);
+    hit.text = row.visible_text().to_string();
+    hit.turn = Some(turn);
     Ok(Some(hit))
 }
 

@@ -719,3 +719,25 @@ fn browse_pages_neither_repeat_nor_skip_when_summaries_arrive_between_pages() {
     );
     assert!(ids[..last].iter().any(|id| id.starts_with("sem-")));
 }
+
+#[test]
+fn an_unanswered_call_of_an_aborted_turn_is_not_a_hit() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let turn = t.begin_turn(&ns, &BeginTurn::user("开始任务"), T0).unwrap();
+    t.append_action(
+        &ns,
+        &turn.turn_id,
+        &EntryInput::new("tool.deploy.call", r#"{"target":"zebra-cluster"}"#)
+            .correlation("call_z")
+            .source_id("orphan-call"),
+        T0 + 1.0,
+    )
+    .unwrap();
+    let live = t.retrieve_for_turn(&ns, &words("zebra cluster"), None);
+    assert_eq!(live.hits[0].memory_id, "orphan-call");
+    t.abort_turn(&ns, &turn.turn_id, Some("crashed"), T0 + 2.0)
+        .unwrap();
+    let r = t.retrieve_for_turn(&ns, &words("zebra cluster"), None);
+    assert!(r.hits.iter().all(|h| h.memory_id != "orphan-call"), "{r:?}");
+}
