@@ -407,6 +407,10 @@ impl Timeline {
             if !layers.is_empty() && !layers.contains(&card.layer) {
                 continue;
             }
+            // A memory a newer one reinforced is listed through the newer one.
+            if card.superseded_by.is_some() {
+                continue;
+            }
             if let Some((s, e)) = window
                 && !(card.period_start < e && card.period_end >= s)
             {

@@ -88,6 +88,7 @@ pub use error::{Error, Result};
 pub use history::{History, HistoryFormat, HistoryTokens};
 pub use layers::{
     CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLlm, normalize_terms,
+    reinforcement_overlap,
 };
 pub use metrics::Metrics;
 pub use namespace::{DEFAULT_ID, MAX_ID_CHARS, Namespace};

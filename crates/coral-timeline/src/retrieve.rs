@@ -627,7 +627,7 @@ impl Timeline {
         let index = &mut *guard;
 
         // The index, what the context shows, and the sources asked for, in one snapshot.
-        let (visible_units, visible_summaries, within) = self.read(|tx| {
+        let (visible_units, visible_summaries, within, replaced) = self.read(|tx| {
             index.refresh(tx, &hk)?;
             if let Some(m) = &model {
                 index.load_vectors(tx, &hk, m)?;
@@ -642,6 +642,14 @@ impl Timeline {
                 .query_map(params![hk, conv, floor], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             units.extend(open_turns(tx, &hk, conv)?);
+            // Memories a newer one reinforced are history: the newer one answers.
+            let replaced: HashSet<String> = tx
+                .prepare_cached(
+                    "SELECT summary_id FROM summaries WHERE hard_key = ?1 \
+                     AND superseded_by IS NOT NULL",
+                )?
+                .query_map(params![hk], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
             let mut shown: HashSet<String> = HashSet::new();
             let pending = pending_episodic(tx, &hk, conv)?;
             let skip = pending
@@ -657,7 +665,7 @@ impl Timeline {
                 Some(id) => Some(sources_of(tx, &hk, id)?),
                 None => None,
             };
-            Ok((units, shown, within))
+            Ok((units, shown, within, replaced))
         })?;
         let within = match within {
             Some(None) => {
@@ -682,6 +690,9 @@ impl Timeline {
                 continue;
             }
             if !layers.contains(&doc.layer) {
+                continue;
+            }
+            if doc.layer != Layer::Raw && replaced.contains(&doc.id) {
                 continue;
             }
             if !req.kind_patterns.is_empty() && !kind_matches(&req.kind_patterns, &doc.kind) {

@@ -111,6 +111,7 @@ const MIGRATIONS: &[&str] = &[
         first_unit_seq INTEGER,
         last_unit_seq INTEGER,
         rolled_into TEXT,
+        superseded_by TEXT,
         UNIQUE (hard_key, summary_id)
     ) STRICT;
     CREATE INDEX summaries_conversation ON summaries (hard_key, conversation_id, layer, summary_pk);

@@ -739,3 +739,143 @@ fn a_version_1_file_migrates_with_its_closed_turns_in_the_context() {
     let after = ctx(&t, &ns, &LayerSettings::default());
     assert!(after.starts_with(&before) && after.ends_with("  现在结束了\n"));
 }
+
+/// Summaries about one person's gym habit; a roll-up that sees a kept memory says it updates
+/// it, with `second_anchors` as the new memory's anchors.
+struct Habit {
+    second_anchors: Vec<&'static str>,
+    second_topics: Vec<&'static str>,
+}
+
+impl SummaryLlm for Habit {
+    fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+        if !system.contains("semantic") {
+            return Ok(json!({"title": "健身", "summary": "小王每天早上去健身房",
+                              "entity_anchors": ["小王"], "topic_terms": ["健身"]})
+            .to_string());
+        }
+        let kept = user
+            .split("\"id\":\"")
+            .nth(1)
+            .map(|rest| rest.split('"').next().unwrap().to_string());
+        let memory = match kept {
+            None => json!({"title": "小王的习惯", "content": "小王早上健身", "facet": "preference",
+                           "entity_anchors": ["小王", "健身房"], "topic_terms": ["健身", "早起"]}),
+            Some(id) => json!({"title": "小王的习惯（更新）", "content": "小王改成晚上健身",
+                               "facet": "preference", "updates": id,
+                               "entity_anchors": self.second_anchors, "topic_terms": self.second_topics}),
+        };
+        Ok(json!({"memories": [memory]}).to_string())
+    }
+}
+
+/// Roll up twice with `llm`; returns the two roll-up reports.
+fn two_rollups(
+    t: &Timeline,
+    ns: &Namespace,
+    llm: &dyn SummaryLlm,
+) -> (coral_timeline::CompactReport, coral_timeline::CompactReport) {
+    let settings = LayerSettings {
+        raw_token_trigger: 150,
+        episodic_compact_trigger_count: 3,
+        episodic_compact_batch_size: 2,
+        ..LayerSettings::default()
+    };
+    let mut reports = Vec::new();
+    let mut at = T0;
+    for i in 0..400 {
+        turn(t, ns, i, 0, at);
+        at += 60.0;
+        let status = t.layer_status(ns, &settings).unwrap();
+        if status.compaction_due || status.rollup_due {
+            let r = t.compact(ns, &settings, llm, utc(), at).unwrap();
+            assert!(r.rollup_error.is_none(), "{:?}", r.rollup_error);
+            if r.rolled_up > 0 {
+                reports.push(r);
+                if reports.len() == 2 {
+                    break;
+                }
+            }
+        }
+    }
+    let second = reports.pop().expect("two roll-ups");
+    (reports.pop().unwrap(), second)
+}
+
+#[test]
+fn a_roll_up_reinforces_a_kept_memory_about_the_same_thing() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let llm = Habit {
+        second_anchors: vec!["小王", "健身房"],
+        second_topics: vec!["健身"],
+    };
+    let (first, second) = two_rollups(&t, &ns, &llm);
+    let old = &first.semantic[0];
+    let new = &second.semantic[0];
+    assert_eq!(second.reinforced, std::slice::from_ref(&old.memory_id));
+    // The new memory covers both periods and both batches of sources.
+    assert_eq!(new.period_start, old.period_start);
+    assert!(new.period_end > old.period_end);
+    assert_eq!(new.source_count, 4);
+    let sources = t
+        .open_memory(
+            &ns,
+            &new.memory_id,
+            &OpenRequest {
+                view: View::Sources,
+                page_size: 50,
+                ..OpenRequest::default()
+            },
+        )
+        .summary
+        .unwrap()
+        .sources
+        .unwrap();
+    assert_eq!(sources.total, 4);
+    // Only the new one is current: in the context, the catalogue and retrieval.
+    let text = ctx(&t, &ns, &LayerSettings::default());
+    assert!(text.contains("小王改成晚上健身") && !text.contains("小王早上健身"));
+    let opened = t.open_memory(&ns, &old.memory_id, &OpenRequest::default());
+    assert_eq!(
+        opened.summary.unwrap().summary.superseded_by.as_deref(),
+        Some(new.memory_id.as_str())
+    );
+    let catalogue = t.browse_memory(
+        &ns,
+        &coral_timeline::BrowseRequest {
+            node_types: vec!["semantic".into()],
+            ..coral_timeline::BrowseRequest::default()
+        },
+    );
+    assert_eq!(catalogue.total, 1);
+    let found = t.retrieve_for_turn(
+        &ns,
+        &coral_timeline::RetrieveRequest {
+            query: "小王 健身".into(),
+            include_visible: true,
+            source_layers: vec!["semantic_summary".into()],
+            ..coral_timeline::RetrieveRequest::default()
+        },
+        None,
+    );
+    let ids: Vec<&str> = found.hits.iter().map(|h| h.memory_id.as_str()).collect();
+    assert_eq!(ids, [new.memory_id.as_str()]);
+}
+
+#[test]
+fn a_shared_name_alone_does_not_merge_memories() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    // The model claims an update, but the memories only share the person.
+    let llm = Habit {
+        second_anchors: vec!["小王", "VRChat"],
+        second_topics: vec!["游戏"],
+    };
+    let (first, second) = two_rollups(&t, &ns, &llm);
+    assert!(second.reinforced.is_empty());
+    assert_eq!(second.status.semantic, 2);
+    let text = ctx(&t, &ns, &LayerSettings::default());
+    assert!(text.contains(&first.semantic[0].memory_id));
+    assert!(text.contains(&second.semantic[0].memory_id));
+}

@@ -429,6 +429,10 @@ pub struct TimelineConfig {
     pub episodic_compact_batch_size: usize,
     /// Semantic memories the context shows.
     pub semantic_visible_limit: usize,
+    /// Current semantic memories a roll-up may reinforce.
+    pub semantic_reinforcement_lookback: usize,
+    /// Overlap (shared anchors + topics, same facet, one anchor at least) needed to reinforce.
+    pub semantic_reinforcement_min_overlap: usize,
     /// Hits `retrieve_for_turn` returns when the call gives no limit.
     pub retrieval_limit: usize,
     /// IANA zone of dates and times when a call gives none.
@@ -446,6 +450,8 @@ impl Default for TimelineConfig {
             episodic_compact_trigger_count: l.episodic_compact_trigger_count,
             episodic_compact_batch_size: l.episodic_compact_batch_size,
             semantic_visible_limit: l.semantic_visible_limit,
+            semantic_reinforcement_lookback: l.semantic_reinforcement_lookback,
+            semantic_reinforcement_min_overlap: l.semantic_reinforcement_min_overlap,
             retrieval_limit: coral_timeline::DEFAULT_LIMIT,
             timezone: "UTC".into(),
         }
@@ -463,6 +469,8 @@ impl TimelineConfig {
             episodic_compact_trigger_count: self.episodic_compact_trigger_count,
             episodic_compact_batch_size: self.episodic_compact_batch_size,
             semantic_visible_limit: self.semantic_visible_limit,
+            semantic_reinforcement_lookback: self.semantic_reinforcement_lookback,
+            semantic_reinforcement_min_overlap: self.semantic_reinforcement_min_overlap,
         }
     }
 }
