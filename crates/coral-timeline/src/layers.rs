@@ -1301,6 +1301,51 @@ mod tests {
         assert_eq!(score((None, v(&["小王", "健身房"]), v(&[]))), 0);
     }
 
+    /// A model's answer is untrusted network input: whatever it is, parsing never panics, and
+    /// an accepted answer respects every limit.
+    fn check_answer(answer: &str) {
+        if let Ok(d) = parse_episodic(answer) {
+            assert!(!d.title.is_empty() && d.title.chars().count() <= MAX_TITLE_CHARS);
+            assert!(!d.body.is_empty() && d.body.chars().count() <= MAX_BODY_CHARS);
+            assert!(d.entity_anchors.len() <= MAX_TERMS && d.topic_terms.len() <= MAX_TERMS);
+        }
+        match parse_semantic(answer) {
+            Ok(ms) => {
+                assert!(!ms.is_empty() && ms.len() <= MAX_MEMORIES);
+                for m in ms {
+                    assert!(m.facet.as_deref().is_none_or(|f| FACETS.contains(&f)));
+                    assert!(m.title.chars().count() <= MAX_TITLE_CHARS);
+                }
+            }
+            Err(e) => assert!(matches!(e, Error::Llm(_)), "{e}"),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused(answer in "\\PC{0,300}") {
+            check_answer(&answer);
+        }
+
+        #[test]
+        fn any_json_shape_parses_or_is_refused(
+            title in proptest::option::of("\\PC{0,200}"),
+            body in proptest::option::of("\\PC{0,50}"),
+            terms in proptest::collection::vec("\\PC{0,80}", 0..40),
+            facet in "[a-z]{0,12}",
+            count in 0usize..20,
+            numeric in proptest::bool::ANY,
+        ) {
+            let title = if numeric { serde_json::json!(42) } else { serde_json::json!(title) };
+            let one = serde_json::json!({
+                "title": title, "summary": body, "content": body, "facet": facet,
+                "entity_anchors": terms, "topic_terms": terms,
+            });
+            check_answer(&one.to_string());
+            check_answer(&serde_json::json!({"memories": vec![one; count]}).to_string());
+        }
+    }
+
     #[test]
     fn settings_are_checked() {
         assert!(LayerSettings::default().validate().is_ok());
