@@ -18,10 +18,12 @@ type Blake2b64 = Blake2b<U8>;
 /// assert_eq!(coral_embed::token_hash("hello") % 2048, 1703);
 /// ```
 pub fn token_hash(token: &str) -> u64 {
-    let digest = Blake2b64::digest(token.as_bytes());
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&digest);
-    u64::from_le_bytes(bytes)
+    crate::digest_cache::digest64(token, |t| {
+        let digest = Blake2b64::digest(t.as_bytes());
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&digest);
+        u64::from_le_bytes(bytes)
+    })
 }
 
 /// The 2048-bit map of a token list: for each token, bit `token_hash % 2048` is set, in word

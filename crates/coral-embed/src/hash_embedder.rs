@@ -82,7 +82,7 @@ fn add_token(out: &mut [f32], token: &str) {
     if out.is_empty() {
         return;
     }
-    let digest = Blake2b128::digest(token.as_bytes());
+    let digest = crate::digest_cache::digest128(token, |t| Blake2b128::digest(t.as_bytes()).into());
     let word = |at: usize| {
         u32::from_le_bytes([digest[at], digest[at + 1], digest[at + 2], digest[at + 3]])
     };

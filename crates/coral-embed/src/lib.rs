@@ -23,6 +23,7 @@
 //! ```
 
 mod batch;
+mod digest_cache;
 mod embedder;
 mod error;
 mod features;
