@@ -99,8 +99,8 @@ pub use read::{
     with_ok,
 };
 pub use retrieve::{
-    ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_LIMIT, RRF_K, RetrieveHit, RetrieveRequest, RetrieveResult,
-    TextEmbedder, TimeHint,
+    ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_EMBED_PER_CALL, MAX_LIMIT, RRF_K, RetrieveHit,
+    RetrieveRequest, RetrieveResult, TextEmbedder, TimeHint,
 };
 pub use schema::SCHEMA_VERSION;
 pub use settle::{

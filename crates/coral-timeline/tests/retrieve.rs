@@ -741,3 +741,40 @@ fn an_unanswered_call_of_an_aborted_turn_is_not_a_hit() {
     let r = t.retrieve_for_turn(&ns, &words("zebra cluster"), None);
     assert!(r.hits.iter().all(|h| h.memory_id != "orphan-call"), "{r:?}");
 }
+
+#[test]
+fn a_long_history_is_embedded_over_several_calls() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let n = coral_timeline::MAX_EMBED_PER_CALL + 100;
+    for i in 0..n {
+        say(
+            &t,
+            &ns,
+            &format!("deploy note {i}"),
+            &format!("d{i}"),
+            T0 + i as f64,
+        );
+    }
+    let e = CharEmbedder {
+        calls: AtomicUsize::new(0),
+        texts: AtomicUsize::new(0),
+        model: "chars-v1",
+    };
+    let first = t.retrieve_for_turn(&ns, &words("deploy note"), Some(&e));
+    assert_eq!(first.status, ReadStatus::Ok);
+    assert_eq!(
+        e.texts.load(Ordering::SeqCst),
+        coral_timeline::MAX_EMBED_PER_CALL + 1
+    );
+    assert!(
+        first.warnings[0].contains("100 candidates have no vector yet"),
+        "{:?}",
+        first.warnings
+    );
+    // The newest entries got their vectors first.
+    assert!(first.hits.iter().any(|h| h.dense.is_some()));
+    let second = t.retrieve_for_turn(&ns, &words("deploy note"), Some(&e));
+    assert!(second.warnings.is_empty(), "{:?}", second.warnings);
+    assert_eq!(e.texts.load(Ordering::SeqCst), n + 2);
+}
