@@ -144,4 +144,10 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::thread_cmd::ThreadCommand,
     },
+    /// The timeline a host records: its context, compaction, retrieval, catalogue and reads.
+    Timeline {
+        /// What to do with the timeline.
+        #[command(subcommand)]
+        command: crate::timeline_cmd::TimelineCommand,
+    },
 }

@@ -38,6 +38,7 @@ mod model_cmd;
 mod plugin;
 mod thread_cmd;
 mod time;
+mod timeline_cmd;
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -365,6 +366,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
         }
         Command::Import { dir } => import(cli, dir),
         Command::Thread { command } => thread_cmd::run(cli, command),
+        Command::Timeline { command } => timeline_cmd::run(cli, command),
         Command::Model { command } => model_cmd::run(cli, command),
         Command::Reembed => model_cmd::reembed(cli),
     }

@@ -362,3 +362,86 @@ fn config_commands_edit_the_file_without_the_data_lock() {
     assert_eq!(report["stats"]["total"], 1);
     assert!(env.ok(&["report"]).contains("closest to eviction"));
 }
+
+#[test]
+fn timeline_commands_read_what_a_host_recorded() {
+    let env = Env::new();
+    // A host records two turns (through the library, as the HTTP sidecar would).
+    {
+        let coral = coral::Coral::open(&env.config()).unwrap();
+        let call = |tool: &str, args: serde_json::Value| coral.call_tool(tool, &args).unwrap();
+        for (i, (question, answer)) in [
+            ("杭州西湖的酒店订好了吗", "订好了湖滨的酒店"),
+            ("deploy the billing service", "deployed at 14:05"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let ts = 1_775_779_200.0 + i as f64 * 3_600.0; // 2026-04-10 08:00 in Shanghai
+            let begun = call(
+                "timeline_begin_turn",
+                serde_json::json!({"text": question, "timestamp": ts, "source_id": format!("q{i}")}),
+            );
+            call(
+                "timeline_complete_turn",
+                serde_json::json!({"turn_id": begun["turn_id"], "final_text": answer,
+                                   "timestamp": ts + 60.0}),
+            );
+        }
+        coral.close().unwrap();
+    }
+    let context = env.ok(&["timeline", "context", "--timezone", "Asia/Shanghai"]);
+    assert!(context.starts_with("[记忆 memory]"), "{context}");
+    assert!(context.contains("[日期 2026-04-10 周五]") && context.contains("订好了湖滨的酒店"));
+    let details = env.json(&["timeline", "context"]);
+    assert_eq!(details["raw_units"], 2);
+    assert_eq!(details["compaction_due"], false);
+
+    let found: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "timeline",
+        "retrieve",
+        "西湖酒店",
+        "--include-visible",
+        "--timezone",
+        "Asia/Shanghai",
+    ]))
+    .unwrap();
+    assert_eq!(found["status"], "ok");
+    assert_eq!(found["hits"][0]["turn"]["entries"][0]["source_id"], "q0");
+    assert_eq!(
+        found["hits"][0]["time"].as_str().unwrap(),
+        "2026-04-10 08:00"
+    );
+
+    let opened: serde_json::Value =
+        serde_json::from_str(&env.ok(&["timeline", "open", "q1"])).unwrap();
+    assert_eq!(opened["memory"]["content"], "deploy the billing service");
+    let read: serde_json::Value = serde_json::from_str(&env.ok(&[
+        "timeline",
+        "read",
+        "--date",
+        "2026-04-10",
+        "--period",
+        "上午",
+        "--timezone",
+        "Asia/Shanghai",
+    ]))
+    .unwrap();
+    assert_eq!(read["units"].as_array().unwrap().len(), 2);
+    let browse: serde_json::Value =
+        serde_json::from_str(&env.ok(&["timeline", "browse", "--keyword", "西湖"])).unwrap();
+    assert_eq!(browse["status"], "empty");
+
+    // A filter the read refuses exits 1 with the status; a missing choice is a usage error;
+    // compacting without a model says what to configure.
+    let bad = env.expect(&["timeline", "retrieve", "西湖", "--date", "2026-02-30"], 1);
+    assert!(bad.contains("invalid_filter"), "{bad}");
+    env.expect(&["timeline", "read"], 2);
+    let out = env.run(&["timeline", "compact"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("llm_failed") && stderr.contains("llm.base_url"),
+        "{stderr}"
+    );
+}
