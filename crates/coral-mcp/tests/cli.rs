@@ -368,7 +368,7 @@ fn timeline_commands_read_what_a_host_recorded() {
     let env = Env::new();
     // A host records two turns (through the library, as the HTTP sidecar would).
     {
-        let coral = coral::Coral::open(&env.config()).unwrap();
+        let coral = coral::Coral::open(env.config()).unwrap();
         let call = |tool: &str, args: serde_json::Value| coral.call_tool(tool, &args).unwrap();
         for (i, (question, answer)) in [
             ("杭州西湖的酒店订好了吗", "订好了湖滨的酒店"),
