@@ -18,7 +18,8 @@ use crate::cursor;
 use crate::layers::{SUMMARY_SELECT, SummaryCard, card_from_sql, normalize_terms, render_card};
 use crate::namespace::Namespace;
 use crate::read::{
-    Failure, OpenRequest, Projection, ReadStatus, TimeRange, UnitView, View, unit_view, zone_of,
+    Failure, OpenRequest, Projection, ReadStatus, TimeRange, UnitView, View, unit_view, window_of,
+    zone_of,
 };
 use crate::timeline::{Timeline, unit_rows};
 use crate::tz;
@@ -340,29 +341,12 @@ impl Timeline {
         if req.date_to.is_some() && req.date_from.is_none() {
             return Err(invalid("date_to needs date_from"));
         }
-        let window: Option<(f64, f64)> = if let Some(r) = &req.time_range {
-            let s = tz::parse_instant(&r.start_at, zone).map_err(Failure::Invalid)?;
-            let e = tz::parse_instant(&r.end_at, zone).map_err(Failure::Invalid)?;
-            if e <= s {
-                return Err(invalid("time_range.end_at must be after start_at"));
-            }
-            Some((s, e))
-        } else if let Some(from) = &req.date_from {
-            let from = tz::parse_date(from).map_err(Failure::Invalid)?;
-            let to = match &req.date_to {
-                Some(t) => tz::parse_date(t).map_err(Failure::Invalid)?,
-                None => from,
-            };
-            if to < from {
-                return Err(invalid("date_to is before date_from"));
-            }
-            let end = to
-                .succ_opt()
-                .ok_or_else(|| invalid("date_to is past the last supported date"))?;
-            Some((tz::day_start(from, zone), tz::day_start(end, zone)))
-        } else {
-            None
-        };
+        let window = window_of(
+            req.time_range.as_ref(),
+            req.date_from.as_deref(),
+            req.date_to.as_deref(),
+            zone,
+        )?;
         let hk = ns.hard_key();
         let scope = (!req.cross_conversation).then_some(ns.conversation_id.as_str());
         let selector = json!({

@@ -382,6 +382,42 @@ impl From<rusqlite::Error> for Failure {
     }
 }
 
+/// The window `[start, end)` of an exact `time_range` (local or RFC 3339 times in `zone`), or
+/// of whole local days `date_from` to `date_to` (inclusive; `date_to` defaults to `date_from`);
+/// `None` when neither is given. Giving both is the caller's to refuse.
+pub(crate) fn window_of(
+    time_range: Option<&TimeRange>,
+    date_from: Option<&str>,
+    date_to: Option<&str>,
+    zone: Tz,
+) -> Result<Option<(f64, f64)>, Failure> {
+    if let Some(range) = time_range {
+        let start = tz::parse_instant(&range.start_at, zone).map_err(Failure::Invalid)?;
+        let end = tz::parse_instant(&range.end_at, zone).map_err(Failure::Invalid)?;
+        if end <= start {
+            return Err(Failure::Invalid(
+                "time_range.end_at must be after start_at".into(),
+            ));
+        }
+        return Ok(Some((start, end)));
+    }
+    let Some(from) = date_from else {
+        return Ok(None);
+    };
+    let from = tz::parse_date(from).map_err(Failure::Invalid)?;
+    let to = match date_to {
+        Some(to) => tz::parse_date(to).map_err(Failure::Invalid)?,
+        None => from,
+    };
+    if to < from {
+        return Err(Failure::Invalid("date_to is before date_from".into()));
+    }
+    let end = to.succ_opt().ok_or(Failure::Invalid(
+        "date_to is past the last supported date".into(),
+    ))?;
+    Ok(Some((tz::day_start(from, zone), tz::day_start(end, zone))))
+}
+
 pub(crate) fn zone_of(name: Option<&str>) -> Result<(Tz, String), Failure> {
     let name = name
         .map(str::trim)
@@ -421,27 +457,18 @@ fn parse_mode(req: &ReadRequest, zone: Tz) -> Result<Mode, Failure> {
             "time_range, date_from and anchor_source_id are separate ways to read; give only one",
         );
     }
-    if let Some(range) = &req.time_range {
-        let start = tz::parse_instant(&range.start_at, zone).map_err(Failure::Invalid)?;
-        let end = tz::parse_instant(&range.end_at, zone).map_err(Failure::Invalid)?;
-        if end <= start {
-            return invalid("time_range.end_at must be after start_at");
-        }
+    if req.time_range.is_some() {
+        let (start, end) =
+            window_of(req.time_range.as_ref(), None, None, zone)?.unwrap_or_default();
         return Ok(Mode::Range {
             start,
             end,
             periods: None,
         });
     }
-    if let Some(from) = &req.date_from {
-        let from_date = tz::parse_date(from).map_err(Failure::Invalid)?;
-        let to_date = match &req.date_to {
-            Some(to) => tz::parse_date(to).map_err(Failure::Invalid)?,
-            None => from_date,
-        };
-        if to_date < from_date {
-            return invalid("date_to is before date_from");
-        }
+    if req.date_from.is_some() {
+        let (start, end) = window_of(None, req.date_from.as_deref(), req.date_to.as_deref(), zone)?
+            .unwrap_or_default();
         let periods = if req.time_periods.is_empty() {
             None
         } else {
@@ -455,12 +482,9 @@ fn parse_mode(req: &ReadRequest, zone: Tz) -> Result<Mode, Failure> {
             ps.dedup();
             Some(ps)
         };
-        let end_date = to_date.succ_opt().ok_or(Failure::Invalid(
-            "date_to is past the last supported date".into(),
-        ))?;
         return Ok(Mode::Range {
-            start: tz::day_start(from_date, zone),
-            end: tz::day_start(end_date, zone),
+            start,
+            end,
             periods,
         });
     }

@@ -111,6 +111,20 @@ const TIME_RANGE_FIELDS: &[Arg] = &[
     ),
 ];
 
+const TIME_RANGE: Arg = Arg {
+    name: "time_range",
+    kind: Kind::Object(TIME_RANGE_FIELDS),
+    required: false,
+    description: "exact range {start_at, end_at} / 精确时间范围",
+    default: None,
+};
+const DATE_FROM: Arg = text_arg("date_from", false, "first local date YYYY-MM-DD / 起始日期");
+const DATE_TO: Arg = text_arg(
+    "date_to",
+    false,
+    "last local date, inclusive, default date_from / 结束日期（含）",
+);
+
 const ANCHOR_TURNS: Kind = Kind::Integer { min: 0, max: 50 };
 
 const TIME_HINT_FIELDS: &[Arg] = &[
@@ -309,19 +323,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 false,
                 "any or all, default any / any 或 all，默认 any",
             ),
-            Arg {
-                name: "time_range",
-                kind: Kind::Object(TIME_RANGE_FIELDS),
-                required: false,
-                description: "exact range {start_at, end_at} / 精确时间范围",
-                default: None,
-            },
-            text_arg("date_from", false, "first local date YYYY-MM-DD / 起始日期"),
-            text_arg(
-                "date_to",
-                false,
-                "last local date, inclusive, default date_from / 结束日期（含）",
-            ),
+            TIME_RANGE,
+            DATE_FROM,
+            DATE_TO,
             strings_arg("node_types", "episodic, semantic; default both / 摘要类型"),
             Arg {
                 name: "page_size",
@@ -352,19 +356,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
                       by default). Page budget 12000 tokens by default; pass next_cursor to \
                       continue. 按时间顺序读取完整轮次（时间段、日期加时段或锚点前后）。",
         args: &[
-            Arg {
-                name: "time_range",
-                kind: Kind::Object(TIME_RANGE_FIELDS),
-                required: false,
-                description: "exact range {start_at, end_at} / 精确时间范围",
-                default: None,
-            },
-            text_arg("date_from", false, "first local date YYYY-MM-DD / 起始日期"),
-            text_arg(
-                "date_to",
-                false,
-                "last local date, inclusive, default date_from / 结束日期（含）",
-            ),
+            TIME_RANGE,
+            DATE_FROM,
+            DATE_TO,
             Arg {
                 name: "time_periods",
                 kind: Kind::Strings,
