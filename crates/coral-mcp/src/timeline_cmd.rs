@@ -165,6 +165,13 @@ fn put(m: &mut Map<String, Value>, key: &str, value: Value) {
     }
 }
 
+/// Set a boolean argument when the flag is on.
+fn flag(m: &mut Map<String, Value>, key: &str, on: bool) {
+    if on {
+        m.insert(key.into(), json!(true));
+    }
+}
+
 fn call(coral: &Coral, tool: &str, args: Map<String, Value>) -> Result<Value, Failure> {
     coral
         .call_tool(tool, &Value::Object(args))
@@ -203,12 +210,8 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
             }
             put(&mut m, "source_layers", json!(layers));
             put(&mut m, "limit", json!(limit));
-            if *include_visible {
-                m.insert("include_visible".into(), json!(true));
-            }
-            if *all_conversations {
-                m.insert("cross_conversation".into(), json!(true));
-            }
+            flag(&mut m, "include_visible", *include_visible);
+            flag(&mut m, "cross_conversation", *all_conversations);
             ("retrieve_for_turn", m, false)
         }
         TimelineCommand::Browse {
@@ -230,9 +233,7 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
             put(&mut m, "date_to", json!(to));
             put(&mut m, "page_size", json!(page_size));
             put(&mut m, "cursor", json!(cursor));
-            if *all_conversations {
-                m.insert("cross_conversation".into(), json!(true));
-            }
+            flag(&mut m, "cross_conversation", *all_conversations);
             ("browse_memory", m, false)
         }
         TimelineCommand::Open {
@@ -246,9 +247,7 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
             m.insert("memory_id".into(), json!(id));
             m.insert("view".into(), json!(view));
             put(&mut m, "cursor", json!(cursor));
-            if *all_conversations {
-                m.insert("cross_conversation".into(), json!(true));
-            }
+            flag(&mut m, "cross_conversation", *all_conversations);
             ("open_memory", m, false)
         }
         TimelineCommand::Read {
