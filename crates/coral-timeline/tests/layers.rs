@@ -879,3 +879,52 @@ fn a_shared_name_alone_does_not_merge_memories() {
     assert!(text.contains(&first.semantic[0].memory_id));
     assert!(text.contains(&second.semantic[0].memory_id));
 }
+
+#[test]
+fn a_compaction_another_process_finished_first_writes_nothing() {
+    let (t, dir) = temp_timeline();
+    let ns = ns();
+    let settings = LayerSettings {
+        raw_token_trigger: 300,
+        ..LayerSettings::default()
+    };
+    for i in 0..10 {
+        turn(&t, &ns, i, 0, T0 + i as f64 * 60.0);
+    }
+    // Another handle on the file (as another process would be) compacts while this one's model
+    // is still answering.
+    let other = Timeline::open(dir.path().join("timeline.sqlite3")).unwrap();
+    struct Racing<'a> {
+        other: &'a Timeline,
+        ns: &'a Namespace,
+        settings: &'a LayerSettings,
+    }
+    impl SummaryLlm for Racing<'_> {
+        fn complete(&self, system: &str, user: &str) -> Result<String, String> {
+            let report = self
+                .other
+                .compact(
+                    self.ns,
+                    self.settings,
+                    &Scripted::new(),
+                    utc(),
+                    T0 + 1_000.0,
+                )
+                .unwrap();
+            assert!(report.episodic.is_some());
+            Scripted::new().complete(system, user)
+        }
+    }
+    let racing = Racing {
+        other: &other,
+        ns: &ns,
+        settings: &settings,
+    };
+    let err = t
+        .compact(&ns, &settings, &racing, utc(), T0 + 1_000.0)
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
+    // Exactly the other handle's summary is there.
+    let status = t.layer_status(&ns, &settings).unwrap();
+    assert_eq!((status.compactions, status.episodic_pending), (1, 1));
+}
