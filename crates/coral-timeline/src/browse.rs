@@ -12,10 +12,11 @@ use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 use serde_json::json;
-use unicode_normalization::UnicodeNormalization;
 
 use crate::cursor;
-use crate::layers::{SUMMARY_SELECT, SummaryCard, card_from_sql, normalize_terms, render_card};
+use crate::layers::{
+    SUMMARY_SELECT, SummaryCard, card_from_sql, fold_term, normalize_terms, render_card,
+};
 use crate::namespace::Namespace;
 use crate::read::{
     Failure, OpenRequest, Projection, ReadStatus, TimeRange, UnitView, View, unit_view, window_of,
@@ -186,23 +187,14 @@ impl BrowseResult {
     }
 }
 
-/// A keyword or term compared: NFKC, whitespace folded, lower case.
-fn folded(text: &str) -> String {
-    let nfkc: String = text.nfkc().collect();
-    nfkc.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
 /// For each keyword, the first term of `pool` (in order) that contains it: MemCore's one-way
 /// substring match. Keywords that match nothing are left out.
 pub fn keyword_hits<S: AsRef<str>, K: AsRef<str>>(pool: &[S], keywords: &[K]) -> Vec<KeywordHit> {
-    let folded_pool: Vec<String> = pool.iter().map(|t| folded(t.as_ref())).collect();
+    let folded_pool: Vec<String> = pool.iter().map(|t| fold_term(t.as_ref())).collect();
     keywords
         .iter()
         .filter_map(|k| {
-            let needle = folded(k.as_ref());
+            let needle = fold_term(k.as_ref());
             if needle.is_empty() {
                 return None;
             }
@@ -321,7 +313,7 @@ impl Timeline {
         if req.keywords.len() > MAX_KEYWORDS {
             return Err(invalid("at most 32 keywords"));
         }
-        if req.keywords.iter().any(|k| folded(k).is_empty()) {
+        if req.keywords.iter().any(|k| fold_term(k).is_empty()) {
             return Err(invalid("a keyword is empty"));
         }
         let mut layers = Vec::new();

@@ -6,7 +6,7 @@
 //! something new is written, and then the history only grows at its end, except where a turn
 //! that just ended folds its results.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::params;
 use serde::Serialize;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::error::Result;
 use crate::namespace::Namespace;
-use crate::timeline::{ROW_SELECT, Row, Timeline};
+use crate::timeline::{ROW_SELECT, Row, Timeline, Unanswered};
 
 /// The message shape a provider expects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -151,21 +151,15 @@ fn push_plain_message(row: &Row, out: &mut History) {
 }
 
 fn render_turn(rows: &[Row], aborted: bool, format: HistoryFormat, out: &mut History) {
-    let answered: BTreeSet<&str> = rows
-        .iter()
-        .filter(|r| r.turn_role == "observation")
-        .filter_map(|r| r.correlation_id.as_deref())
-        .collect();
+    let unanswered = Unanswered::of(rows, aborted);
     // Consecutive calls are one assistant message (parallel tool calls).
     let mut batch: Vec<&Row> = Vec::new();
     for row in rows {
         match row.turn_role.as_str() {
             "action" => {
-                let corr = row.correlation_id.as_deref().unwrap_or("");
-                if aborted && !answered.contains(corr) {
-                    continue;
+                if !unanswered.hides(row) {
+                    batch.push(row);
                 }
-                batch.push(row);
             }
             "observation" => {
                 flush_calls(&mut batch, format, out);

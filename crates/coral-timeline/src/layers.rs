@@ -22,7 +22,7 @@ use unicode_normalization::UnicodeNormalization;
 use crate::error::{Error, Result, invalid};
 use crate::namespace::Namespace;
 use crate::settle::estimate_tokens;
-use crate::timeline::{LIGHT_ROW_SELECT, Row, Timeline};
+use crate::timeline::{LIGHT_ROW_SELECT, Row, Timeline, Unanswered};
 use crate::tz;
 
 /// A chat model that writes summaries: one request, the answer's text.
@@ -268,20 +268,8 @@ impl Unit {
 /// The rows of a unit that are rendered: an aborted turn leaves out calls that never got a
 /// result, like the provider history.
 pub(crate) fn shown_rows(unit: &Unit) -> impl Iterator<Item = &Row> {
-    let answered: Vec<&str> = if unit.state == "aborted" {
-        unit.rows
-            .iter()
-            .filter(|r| r.turn_role == "observation")
-            .filter_map(|r| r.correlation_id.as_deref())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    unit.rows.iter().filter(move |r| {
-        unit.state != "aborted"
-            || r.turn_role != "action"
-            || answered.contains(&r.correlation_id.as_deref().unwrap_or(""))
-    })
+    let unanswered = Unanswered::of(&unit.rows, unit.state == "aborted");
+    unit.rows.iter().filter(move |r| !unanswered.hides(r))
 }
 
 /// The closed units of a conversation after `floor` (a `close_pk`), in the order they closed.
@@ -1012,11 +1000,10 @@ pub fn reinforcement_overlap(
     if a.0 != b.0 {
         return 0;
     }
-    let key = |t: &String| one_line(&t.nfkc().collect::<String>()).to_lowercase();
     let shared = |x: &[String], y: &[String]| {
-        let y: Vec<String> = y.iter().map(key).collect();
+        let y: Vec<String> = y.iter().map(|t| fold_term(t)).collect();
         let mut seen: Vec<String> = Vec::new();
-        for k in x.iter().map(key) {
+        for k in x.iter().map(|t| fold_term(t)) {
             if y.contains(&k) && !seen.contains(&k) {
                 seen.push(k);
             }
@@ -1190,14 +1177,24 @@ fn parse_semantic(answer: &str) -> Result<Vec<Draft>> {
         .collect()
 }
 
+/// A term as it is kept: NFKC, runs of whitespace made one space, trimmed.
+fn clean_term(text: &str) -> String {
+    one_line(&text.nfkc().collect::<String>())
+}
+
+/// A term as it is compared: [`clean_term`], lower case. Catalogue keywords, duplicate terms
+/// and reinforcement overlap all compare this way.
+pub(crate) fn fold_term(text: &str) -> String {
+    clean_term(text).to_lowercase()
+}
+
 /// Catalogue terms as MemCore keeps them: NFKC, runs of whitespace made one space, trimmed,
 /// empty ones dropped, and case-insensitive duplicates dropped (the first spelling stays).
 pub fn normalize_terms<S: AsRef<str>>(terms: &[S]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for term in terms {
-        let nfkc: String = term.as_ref().nfkc().collect();
-        let clean = one_line(&nfkc);
+        let clean = clean_term(term.as_ref());
         if clean.is_empty() {
             continue;
         }

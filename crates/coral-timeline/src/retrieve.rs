@@ -27,7 +27,7 @@ use crate::layers::{
 };
 use crate::namespace::Namespace;
 use crate::read::{Failure, ReadStatus, UnitView, unit_view, zone_of};
-use crate::timeline::{Timeline, unit_rows};
+use crate::timeline::{Timeline, Unanswered, unit_rows};
 use crate::tz::{self, Period};
 
 /// Reciprocal-rank constant (SPEC 11).
@@ -671,14 +671,14 @@ impl Timeline {
         })?;
         let within = match within {
             Some(None) => {
-                return Ok(RetrieveResult {
-                    status: ReadStatus::Empty,
-                    message: Some(format!(
+                return Ok(RetrieveResult::failed(
+                    ReadStatus::Empty,
+                    format!(
                         "no summary {:?} in this namespace",
                         req.within_memory_id.as_deref().unwrap_or_default()
-                    )),
-                    ..RetrieveResult::failed(ReadStatus::Empty, String::new(), &zone_name)
-                });
+                    ),
+                    &zone_name,
+                ));
             }
             Some(Some(set)) => Some(set),
             None => None,
@@ -1000,17 +1000,9 @@ fn raw_hit(
         zone,
         0,
     )?;
-    // A call of an aborted turn that never got its result is not part of the conversation
-    // (the history and the context leave it out): not a hit either.
-    if turn.turn_status.as_deref() == Some("aborted") && row.turn_role == "action" {
-        let answered = rows.iter().any(|r| {
-            r.turn_role == "observation"
-                && r.correlation_id.is_some()
-                && r.correlation_id == row.correlation_id
-        });
-        if !answered {
-            return Ok(None);
-        }
+    // What the conversation leaves out is not a hit either.
+    if Unanswered::of(&rows, turn.turn_status.as_deref() == Some("aborted")).hides(row) {
+        return Ok(None);
     }
     let mut hit = blank_hit(d, zone);
     hit.text = row.visible_text().to_string();

@@ -303,6 +303,38 @@ impl Row {
     }
 }
 
+/// Which calls of a unit the conversation leaves out: in an aborted turn, a call that never got
+/// its result (providers reject an unanswered call). One rule for the provider history, the
+/// context and retrieval.
+pub(crate) struct Unanswered<'a> {
+    aborted: bool,
+    answered: std::collections::BTreeSet<&'a str>,
+}
+
+impl<'a> Unanswered<'a> {
+    /// The rule for the rows of one unit; `aborted` says whether its turn was aborted.
+    pub(crate) fn of(rows: &'a [Row], aborted: bool) -> Unanswered<'a> {
+        let answered = if aborted {
+            rows.iter()
+                .filter(|r| r.turn_role == "observation")
+                .filter_map(|r| r.correlation_id.as_deref())
+                .collect()
+        } else {
+            Default::default()
+        };
+        Unanswered { aborted, answered }
+    }
+
+    /// Whether `row` is left out.
+    pub(crate) fn hides(&self, row: &Row) -> bool {
+        self.aborted
+            && row.turn_role == "action"
+            && !self
+                .answered
+                .contains(row.correlation_id.as_deref().unwrap_or(""))
+    }
+}
+
 /// Every entry of one unit (a turn, or a standalone entry), in order.
 pub(crate) fn unit_rows(
     tx: &Transaction<'_>,
