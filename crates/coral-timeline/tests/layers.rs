@@ -268,15 +268,7 @@ fn compaction_summarises_whole_old_turns_and_keeps_the_newest_raw() {
         assert_eq!(unit.turn_status.as_deref(), Some("completed"));
     }
     // The context: summary first, then the raw turns left, and not the open turn.
-    let ctx = t
-        .context(
-            &ns,
-            &ContextRequest {
-                settings: settings.clone(),
-                ..ContextRequest::default()
-            },
-        )
-        .unwrap();
+    let ctx = context_of(&t, &ns, &settings);
     assert_eq!(ctx.episodic, std::slice::from_ref(&summary.memory_id));
     assert_eq!(ctx.open_turns, 1);
     assert!(!ctx.text.contains("还没结束"));
@@ -366,15 +358,7 @@ fn ten_summaries_roll_five_up_into_semantic_memories() {
     ids.dedup();
     assert_eq!(ids.len(), 5);
     // The context shows the memory and only the summaries not rolled up.
-    let ctx = t
-        .context(
-            &ns,
-            &ContextRequest {
-                settings: settings.clone(),
-                ..ContextRequest::default()
-            },
-        )
-        .unwrap();
+    let ctx = context_of(&t, &ns, &settings);
     assert_eq!(ctx.semantic, std::slice::from_ref(&memory.memory_id));
     assert_eq!(ctx.episodic.len(), 5);
     assert!(ids.iter().all(|id| !ctx.episodic.contains(id)));
@@ -434,13 +418,25 @@ fn llm_failures_write_nothing_and_the_next_call_retries() {
 
 #[test]
 fn a_slow_model_does_not_block_readers_or_writers() {
-    struct Slow(std::sync::mpsc::Receiver<()>);
-    // Receiver is not Sync; wrap it.
-    struct SlowLlm(Mutex<Slow>);
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::time::Duration;
+    /// Says when it is asked, then answers only once released (or gives up after 10 s, which
+    /// it remembers: the caller was blocked).
+    struct SlowLlm {
+        asked: Mutex<Sender<()>>,
+        release: Mutex<Receiver<()>>,
+        gave_up: AtomicBool,
+    }
     impl SummaryLlm for SlowLlm {
         fn complete(&self, _: &str, _: &str) -> Result<String, String> {
-            let slow = self.0.lock().unwrap();
-            slow.0.recv().ok();
+            self.asked.lock().unwrap().send(()).unwrap();
+            let released = self
+                .release
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10));
+            self.gave_up.store(released.is_err(), Ordering::SeqCst);
             Ok(json!({"title": "t", "summary": "s"}).to_string())
         }
     }
@@ -453,27 +449,28 @@ fn a_slow_model_does_not_block_readers_or_writers() {
     for i in 0..10 {
         turn(&t, &ns, i, 0, T0 + i as f64 * 60.0);
     }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let llm = SlowLlm(Mutex::new(Slow(rx)));
+    let (asked_tx, asked) = channel();
+    let (release, release_rx) = channel();
+    let llm = SlowLlm {
+        asked: Mutex::new(asked_tx),
+        release: Mutex::new(release_rx),
+        gave_up: AtomicBool::new(false),
+    };
     std::thread::scope(|s| {
         let compaction = s.spawn(|| t.compact(&ns, &settings, &llm, utc(), T0 + 2_000.0));
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        asked.recv().unwrap();
         // While the model thinks, the timeline answers and takes writes.
         turn(&t, &ns, 99, 0, T0 + 1_000.0);
-        let ctx = t
-            .context(
-                &ns,
-                &ContextRequest {
-                    settings: settings.clone(),
-                    ..ContextRequest::default()
-                },
-            )
-            .unwrap();
-        assert!(ctx.text.contains("第99个问题"));
-        tx.send(()).unwrap();
+        let text = ctx(&t, &ns, &settings);
+        assert!(text.contains("第99个问题"));
+        release.send(()).unwrap();
         let report = compaction.join().unwrap().unwrap();
         assert!(report.episodic.is_some());
     });
+    assert!(
+        !llm.gave_up.load(Ordering::SeqCst),
+        "the reads and writes waited for the model"
+    );
 }
 
 #[test]
@@ -545,7 +542,7 @@ fn a_compaction_summarises_only_what_fits_in_one_request() {
 }
 
 /// The context of `ns` with `settings`, in Shanghai time.
-fn ctx(t: &Timeline, ns: &Namespace, settings: &LayerSettings) -> String {
+fn context_of(t: &Timeline, ns: &Namespace, settings: &LayerSettings) -> coral_timeline::Context {
     t.context(
         ns,
         &ContextRequest {
@@ -554,7 +551,11 @@ fn ctx(t: &Timeline, ns: &Namespace, settings: &LayerSettings) -> String {
         },
     )
     .unwrap()
-    .text
+}
+
+/// Its text.
+fn ctx(t: &Timeline, ns: &Namespace, settings: &LayerSettings) -> String {
+    context_of(t, ns, settings).text
 }
 
 #[test]

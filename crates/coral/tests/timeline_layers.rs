@@ -13,9 +13,13 @@ use coral::timeline::{LayerSettings, LlmSummaries, Namespace, TimelineError, par
 use coral::{Config, Coral, HashEmbedder, ToolError, llm_settings, tools};
 use serde_json::{Value, json};
 
-/// A completion server on loopback answering `answers` in order, one connection each; returns
-/// its base URL and the request bodies it saw.
-fn fake_llm(answers: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+/// A completion server on loopback answering `answers` in order, one connection each, each
+/// after reading the whole request and then waiting `delay`; returns its base URL and the
+/// request bodies it saw. A client that gave up before the answer costs nothing.
+fn fake_llm_after(
+    delay: std::time::Duration,
+    answers: Vec<String>,
+) -> (String, std::thread::JoinHandle<Vec<String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {
@@ -26,28 +30,33 @@ fn fake_llm(answers: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String
             let mut length = 0;
             loop {
                 let mut line = String::new();
-                if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                     break;
                 }
                 if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
+                    length = v.trim().parse().unwrap_or(0);
                 }
             }
             let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
+            let _ = reader.read_exact(&mut body);
             seen.push(String::from_utf8_lossy(&body).into_owned());
+            std::thread::sleep(delay);
             let payload = json!({"choices": [{"message": {"content": answer}}]}).to_string();
-            write!(
+            let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
                  Connection: close\r\n\r\n{payload}",
                 payload.len()
-            )
-            .unwrap();
+            );
         }
         seen
     });
     (url, handle)
+}
+
+/// [`fake_llm_after`] without a delay.
+fn fake_llm(answers: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    fake_llm_after(std::time::Duration::ZERO, answers)
 }
 
 fn open(dir: &Path, base_url: &str) -> Coral {
@@ -282,44 +291,11 @@ fn summaries_through_a_loopback_llm_and_the_model_tools_on_them() {
     }
 }
 
-/// A server that waits `delay` before answering, once.
-fn slow_llm(delay: std::time::Duration, answer: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        if let Ok((mut stream, _)) = listener.accept() {
-            // Read the whole request first, then take our time.
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            std::thread::sleep(delay);
-            let payload = json!({"choices": [{"message": {"content": answer}}]}).to_string();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{payload}",
-                payload.len()
-            );
-        }
-    });
-    url
-}
-
 #[test]
 fn a_model_slower_than_the_timeout_writes_nothing_and_a_retry_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let good = json!({"title": "杭州", "summary": "杭州西湖旅行"}).to_string();
-    let url = slow_llm(std::time::Duration::from_secs(3), good.clone());
+    let (url, _slow) = fake_llm_after(std::time::Duration::from_secs(3), vec![good.clone()]);
     let coral = open(dir.path(), &url);
     chat(&coral);
     let ns = Namespace::new("u1", "chat-1");
@@ -337,7 +313,7 @@ fn a_model_slower_than_the_timeout_writes_nothing_and_a_retry_succeeds() {
     assert!(matches!(err, TimelineError::Llm(_)), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
     assert_eq!(timeline_files(&coral), before);
-    let fast = slow_llm(std::time::Duration::ZERO, good);
+    let (fast, _fast) = fake_llm(vec![good]);
     let mut s = llm_settings(&coral.config()).unwrap();
     s.base_url = fast;
     let llm = LlmSummaries::with_settings(s).unwrap();
