@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::layers::{
-    LayerSettings, floor_of, newest_semantic, open_turns, pending_episodic, pick_batch, raw_units,
-    render_card, render_unit,
+    LayerSettings, floor_of, open_turns, pick_batch, raw_units, render_card, render_unit,
+    visible_summaries,
 };
 use crate::namespace::Namespace;
 use crate::read::{Failure, zone_of};
@@ -72,13 +72,10 @@ impl Timeline {
         let s = &req.settings;
         let (semantic, episodic, units, pending, open_turns) = self.read(|tx| {
             let (floor, _, _) = floor_of(tx, &hk, conv)?;
-            let semantic = newest_semantic(tx, &hk, conv, s.semantic_visible_limit)?;
-            let pending = pending_episodic(tx, &hk, conv)?;
-            let skip = pending.len().saturating_sub(s.episodic_visible_max);
-            let episodic = pending[skip..].to_vec();
+            let v = visible_summaries(tx, &hk, conv, s)?;
             let units = raw_units(tx, &hk, conv, floor)?;
             let open = open_turns(tx, &hk, conv)?.len();
-            Ok((semantic, episodic, units, pending.len(), open))
+            Ok((v.semantic, v.episodic, units, v.pending, open))
         })?;
         let mut text = String::from(CONTEXT_HEADER);
         if !semantic.is_empty() {

@@ -444,6 +444,37 @@ pub(crate) fn newest_semantic(
     Ok(cards)
 }
 
+/// The summaries the context shows: the newest semantic memories and the newest episodic
+/// summaries not rolled up, each oldest first; and how many summaries wait for a roll-up.
+pub(crate) struct Visible {
+    pub semantic: Vec<SummaryCard>,
+    pub episodic: Vec<SummaryCard>,
+    pub pending: usize,
+}
+
+/// What the context of a conversation shows of its summaries under `settings`.
+pub(crate) fn visible_summaries(
+    tx: &Transaction<'_>,
+    hard_key: &str,
+    conversation_id: &str,
+    settings: &LayerSettings,
+) -> Result<Visible> {
+    let semantic = newest_semantic(
+        tx,
+        hard_key,
+        conversation_id,
+        settings.semantic_visible_limit,
+    )?;
+    let mut episodic = pending_episodic(tx, hard_key, conversation_id)?;
+    let pending = episodic.len();
+    episodic.drain(..pending.saturating_sub(settings.episodic_visible_max));
+    Ok(Visible {
+        semantic,
+        episodic,
+        pending,
+    })
+}
+
 fn count_semantic(tx: &Transaction<'_>, hard_key: &str, conversation_id: &str) -> Result<usize> {
     let n: i64 = tx
         .prepare_cached(

@@ -22,8 +22,8 @@ use rusqlite::{Transaction, params};
 use serde::{Deserialize, Serialize};
 
 use crate::layers::{
-    FACETS, LayerSettings, SUMMARY_SELECT, SummaryCard, card_from_sql, floor_of, newest_semantic,
-    open_turns, pending_episodic,
+    FACETS, LayerSettings, SUMMARY_SELECT, SummaryCard, card_from_sql, floor_of, open_turns,
+    visible_summaries,
 };
 use crate::namespace::Namespace;
 use crate::read::{Failure, ReadStatus, UnitView, unit_view, zone_of};
@@ -652,17 +652,13 @@ impl Timeline {
                 )?
                 .query_map(params![hk], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            let mut shown: HashSet<String> = HashSet::new();
-            let pending = pending_episodic(tx, &hk, conv)?;
-            let skip = pending
-                .len()
-                .saturating_sub(req.settings.episodic_visible_max);
-            shown.extend(pending[skip..].iter().map(|c| c.memory_id.clone()));
-            shown.extend(
-                newest_semantic(tx, &hk, conv, req.settings.semantic_visible_limit)?
-                    .into_iter()
-                    .map(|c| c.memory_id),
-            );
+            let v = visible_summaries(tx, &hk, conv, &req.settings)?;
+            let shown: HashSet<String> = v
+                .semantic
+                .into_iter()
+                .chain(v.episodic)
+                .map(|c| c.memory_id)
+                .collect();
             let within = match &req.within_memory_id {
                 Some(id) => Some(sources_of(tx, &hk, id)?),
                 None => None,
