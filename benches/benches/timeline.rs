@@ -157,8 +157,16 @@ fn bench_retrieve(c: &mut Criterion) {
         settings: settings.clone(),
         ..RetrieveRequest::default()
     };
-    // The first call computes every vector once; the benchmark measures the calls after it.
-    let first = t.retrieve_for_turn(&ns, &request(123), Some(&embedder));
+    // The first calls compute every vector once (at most MAX_EMBED_PER_CALL a call, saying how
+    // many wait); the benchmark measures the calls after them.
+    let mut first = t.retrieve_for_turn(&ns, &request(123), Some(&embedder));
+    for _ in 0..10 {
+        if first.warnings.is_empty() {
+            break;
+        }
+        first = t.retrieve_for_turn(&ns, &request(123), Some(&embedder));
+    }
+    assert!(first.warnings.is_empty(), "{:?}", first.warnings);
     assert_eq!(first.status, ReadStatus::Ok, "{:?}", first.message);
     assert!(first.candidates >= 1_500, "{}", first.candidates);
     assert!(first.hits.iter().any(|h| h.layer == "raw"));
