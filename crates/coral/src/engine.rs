@@ -159,6 +159,10 @@ pub struct Stats {
     pub restart_needed: Vec<String>,
     /// Damage contained at open.
     pub repairs: Vec<String>,
+    /// Temp files left by interrupted checkpoints and removed at open.
+    pub temp_files_removed: usize,
+    /// Their bytes.
+    pub temp_bytes_removed: u64,
     /// Journal size since the last checkpoint.
     pub journal_bytes: u64,
     /// Checkpoints since the directory was created.
@@ -228,6 +232,12 @@ impl Engine {
         if timeline_bytes > 0 {
             data_bytes += timeline_bytes;
             files.insert("timeline".to_string(), timeline_bytes);
+        }
+        // Temp files of a checkpoint in progress (left ones are removed at open).
+        let (temps, temp_bytes) = self.store.temp_file_usage();
+        if temps > 0 {
+            data_bytes += temp_bytes;
+            files.insert("temp".to_string(), temp_bytes);
         }
         let projected = (self.store.pool().len() * self.store.pool().dim() * 4) as u64;
         let total = data_bytes + projected;
@@ -557,6 +567,8 @@ impl Coral {
                 .map(|r| r.restart_needed())
                 .unwrap_or_default(),
             repairs: store.repairs().iter().map(ToString::to_string).collect(),
+            temp_files_removed: store.temp_files_removed().0,
+            temp_bytes_removed: store.temp_files_removed().1,
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
             governance: self.governance.snapshot(),

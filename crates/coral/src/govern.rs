@@ -78,11 +78,12 @@ pub fn llm_settings(config: &Config) -> Option<LlmSettings> {
 }
 
 /// What one item takes on disk once checkpointed: its JSON (a cold line, or a pretty-printed
-/// array element for hot and warm), its vector row and its index entry.
+/// array element for hot and warm), its vector row, its index entry and its 12-byte entry in
+/// the vector checksums.
 fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
     let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
     let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
-    (item.content.len() + json_overhead + project + dim * 4 + 20) as u64
+    (item.content.len() + json_overhead + project + dim * 4 + 20 + 12) as u64
 }
 
 impl Engine {
