@@ -79,10 +79,26 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("coral: error: {:#}", f.error);
+            eprintln!("coral: error: {}", describe(&f.error));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// An error and its causes, each cause added only when the message so far does not already say
+/// it (the library errors include their cause in their own message).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 fn open(cli: &Cli) -> Result<Coral, Failure> {
@@ -98,6 +114,18 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
         }
     }
     Ok(coral)
+}
+
+/// Close after a command: say on stderr when nothing was recorded (a read-only store, a full
+/// disk) and what closing could not do without losing anything.
+fn finish(coral: Coral) -> Result<(), Failure> {
+    if let Some(why) = coral.unrecorded() {
+        eprintln!("coral: note: {why}");
+    }
+    for warning in coral.close()? {
+        eprintln!("coral: warning: {warning}");
+    }
+    Ok(())
 }
 
 fn print_json(value: &serde_json::Value) {
@@ -127,7 +155,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 print_report(&report);
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::PluginJs { url, token } => {
@@ -197,7 +225,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outcome.id()
                 );
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Search {
@@ -246,7 +274,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("    {text}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Get { id } => {
@@ -263,7 +291,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 eprintln!("coral: no memory with id {id}");
                 1
             };
-            coral.close()?;
+            finish(coral)?;
             Ok(code)
         }
         Command::Export => {
@@ -275,7 +303,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             }
             out.flush()?;
             drop(out);
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Stats => {
@@ -326,7 +354,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("repair: {r}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Flush => {
@@ -337,7 +365,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("checkpoint written (data was already durable in the journal)");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Delete { id } => {
@@ -350,7 +378,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 eprintln!("coral: no memory with id {id}");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(if ok { 0 } else { 1 })
         }
         Command::Mark { id, importance } => {
@@ -361,7 +389,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("{id} importance {}", item.importance);
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Import { dir } => import(cli, dir),
@@ -409,7 +437,7 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
             outln!("  {n}");
         }
     }
-    coral.close()?;
+    finish(coral)?;
     Ok(0)
 }
 

@@ -271,7 +271,7 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
         }
     };
     let result = call(&coral, tool, args)?;
-    coral.close()?;
+    crate::finish(coral)?;
     if text {
         outln!("{}", result["text"].as_str().unwrap_or_default().trim_end());
     } else {

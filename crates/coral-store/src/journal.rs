@@ -421,7 +421,8 @@ impl Drop for Syncer {
 /// An open journal, appending.
 pub struct Journal {
     path: PathBuf,
-    file: Arc<File>,
+    /// `None` for a journal read but not opened for writing (a read-only store).
+    file: Option<Arc<File>>,
     len: u64,
     /// Sequence number of the next record appended.
     next_seq: u64,
@@ -464,8 +465,31 @@ impl Journal {
         Ok(journal)
     }
 
+    /// A journal that was read (its valid part is `len` bytes, the last record `last_seq`) but
+    /// is not open for writing: every write fails with [`crate::Error::ReadOnly`].
+    pub fn detached(path: &Path, len: u64, generation: u64, last_seq: Option<u64>) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+            file: None,
+            len,
+            next_seq: last_seq.map_or(0, |s| s.saturating_add(1)),
+            policy: SyncPolicy::Never,
+            syncer: None,
+            generation,
+            buf: Vec::new(),
+        }
+    }
+
+    fn file(&self) -> Result<&Arc<File>> {
+        self.file.as_ref().ok_or_else(|| crate::Error::ReadOnly {
+            dir: self.path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            reason: "opened without write access".into(),
+        })
+    }
+
     /// Atomically replace the journal with a fresh one for `generation`.
     pub fn reset(&mut self, generation: u64) -> Result<()> {
+        self.file()?;
         let mut buf = Vec::new();
         encode_line(0, &Record::Begin { generation }, &mut buf);
         crate::files::write_atomic(&self.path, &buf, self.policy.syncs())?;
@@ -479,7 +503,7 @@ impl Journal {
             *s.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&file);
             s.shared.dirty.store(false, Ordering::Release);
         }
-        self.file = file;
+        self.file = Some(file);
         self.len = buf.len() as u64;
         self.next_seq = 1;
         self.generation = generation;
@@ -501,7 +525,7 @@ impl Journal {
         };
         Journal {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             len,
             next_seq,
             policy,
@@ -516,24 +540,26 @@ impl Journal {
     /// write, or a write whose fsync failed, is cut off again, so a failed call never leaves a
     /// record that a later open would replay.
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
+        let file = Arc::clone(self.file()?);
         self.buf.clear();
         let mut seq = self.next_seq;
         for r in records {
             encode_line(seq, r, &mut self.buf);
             seq += 1;
         }
-        let mut file: &File = &self.file;
         // Position explicitly: the file may have been truncated by recovery.
         use std::io::{Seek, SeekFrom};
-        file.seek(SeekFrom::Start(self.len)).at(&self.path)?;
-        let written = file.write_all(&self.buf).and_then(|()| match self.policy {
-            SyncPolicy::Always => self.file.sync_data(),
-            _ => Ok(()),
-        });
+        (&*file).seek(SeekFrom::Start(self.len)).at(&self.path)?;
+        let written = (&*file)
+            .write_all(&self.buf)
+            .and_then(|()| match self.policy {
+                SyncPolicy::Always => file.sync_data(),
+                _ => Ok(()),
+            });
         if let Err(e) = written {
             // Leave no record behind that the caller was told failed. If even the cut fails,
             // say so: the record may come back at the next open.
-            if let Err(cut) = self.file.set_len(self.len) {
+            if let Err(cut) = file.set_len(self.len) {
                 return Err(crate::Error::Io {
                     path: self.path.clone(),
                     source: std::io::Error::new(
@@ -561,13 +587,16 @@ impl Journal {
     /// Identity of the file this journal writes (a checkpoint elsewhere replaces the file).
     pub fn ino(&self) -> u64 {
         use std::os::unix::fs::MetadataExt;
-        self.file.metadata().map(|m| m.ino()).unwrap_or(0)
+        self.file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.ino())
     }
 
     /// Bytes from `offset` to the end of the file, as other processes left them.
     pub fn read_from(&self, offset: u64) -> Result<Vec<u8>> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut file: &File = &self.file;
+        let mut file: &File = self.file()?;
         file.seek(SeekFrom::Start(offset)).at(&self.path)?;
         let mut out = Vec::new();
         file.read_to_end(&mut out).at(&self.path)?;
@@ -579,9 +608,10 @@ impl Journal {
     /// mid-append) is cut off; only call this holding the write lock, when no append can be in
     /// progress.
     pub fn set_end(&mut self, len: u64, last_seq: Option<u64>) -> Result<()> {
-        let on_disk = self.file.metadata().at(&self.path)?.len();
+        let file = self.file()?;
+        let on_disk = file.metadata().at(&self.path)?.len();
         if on_disk > len {
-            self.file.set_len(len).at(&self.path)?;
+            file.set_len(len).at(&self.path)?;
         }
         self.len = len;
         self.note_seq(last_seq);
@@ -608,9 +638,12 @@ impl Journal {
         self.next_seq.checked_sub(1)
     }
 
-    /// fsync now.
+    /// fsync now (nothing to do when not open for writing).
     pub fn sync(&self) -> Result<()> {
-        self.file.sync_data().at(&self.path)
+        match &self.file {
+            Some(f) => f.sync_data().at(&self.path),
+            None => Ok(()),
+        }
     }
 
     /// Bytes in the journal.

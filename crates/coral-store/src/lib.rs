@@ -59,5 +59,5 @@ pub use item::{Item, PythonCompact, Tier, to_python_line};
 pub use journal::{Damage, DamageKind, Line, Record, Scan, SyncPolicy, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};
-pub use store::{Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
+pub use store::{Closed, Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
 pub use vector_meta::{VectorMeta, read as read_vector_meta};

@@ -277,7 +277,10 @@ pub enum SyncOutcome {
 pub struct Store {
     paths: StorePaths,
     options: StoreOptions,
-    attachment: Attachment,
+    /// `None` for a read-only store (see [`Store::open_read_only`]).
+    attachment: Option<Attachment>,
+    /// Why the store is read-only, when it is.
+    read_only: Option<String>,
     write_lock: WriteLock,
     journal: Journal,
     pool: Pool,
@@ -286,10 +289,21 @@ pub struct Store {
     notes: Vec<String>,
     /// Temp files of interrupted checkpoints removed at open: (count, bytes).
     temp_files_removed: (usize, u64),
+    /// Why the last checkpoint after a commit failed, until one succeeds.
+    checkpoint_error: Option<String>,
+}
+
+/// What [`Store::close`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Closed {
+    /// Why the closing checkpoint failed, if it did (nothing was lost).
+    pub checkpoint_error: Option<String>,
 }
 
 /// Read the compatible files and replay the journal (the caller holds the write lock).
-fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
+/// With `writable` false nothing is written: damage is reported, not set aside, and the
+/// journal is not opened for appending.
+fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -> Result<Loaded> {
     let snapshot = Snapshot::read(paths, options.dim)?;
     let mut pool = Pool::new(options.dim, options.features.clone());
     let Snapshot {
@@ -316,9 +330,22 @@ fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
     let scan = journal::scan(&wal_bytes, None);
     let mut repairs = Vec::new();
     if !scan.damage.is_empty() {
-        let repair = quarantine(paths, options, &wal_bytes, &scan.damage)?;
-        notes.push(format!("journal damaged: {repair}"));
-        repairs.push(repair);
+        if writable {
+            let repair = quarantine(paths, options, &wal_bytes, &scan.damage)?;
+            notes.push(format!("journal damaged: {repair}"));
+            repairs.push(repair);
+        } else {
+            let problems: Vec<String> = scan
+                .damage
+                .iter()
+                .map(|d| format!("line {}: {}", d.line, d.detail))
+                .collect();
+            notes.push(format!(
+                "journal damaged (not repaired: the store is read-only): {}: {}",
+                paths.wal.display(),
+                problems.join("; ")
+            ));
+        }
     }
     let mut generation = 0;
     let mut replayed = 0usize;
@@ -333,13 +360,17 @@ fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
     if replayed > 0 {
         notes.push(format!("replayed {replayed} journal record(s)"));
     }
-    let journal = Journal::open(
-        &paths.wal,
-        scan.valid_len as u64,
-        generation,
-        scan.last_seq,
-        options.sync,
-    )?;
+    let journal = if writable {
+        Journal::open(
+            &paths.wal,
+            scan.valid_len as u64,
+            generation,
+            scan.last_seq,
+            options.sync,
+        )?
+    } else {
+        Journal::detached(&paths.wal, scan.valid_len as u64, generation, scan.last_seq)
+    };
     Ok(Loaded {
         pool,
         skipped,
@@ -405,7 +436,7 @@ impl Store {
         let attachment = Attachment::attach(&paths.attach)?;
         let mut write_lock = WriteLock::open(&paths.lock)?;
         write_lock.lock()?;
-        let loaded = match load(&paths, &options) {
+        let loaded = match load(&paths, &options, true) {
             Ok(l) => l,
             Err(e) => {
                 write_lock.unlock();
@@ -422,7 +453,8 @@ impl Store {
         let mut store = Store {
             paths,
             options,
-            attachment,
+            attachment: Some(attachment),
+            read_only: None,
             write_lock,
             journal,
             pool,
@@ -430,6 +462,7 @@ impl Store {
             repairs,
             notes,
             temp_files_removed: (0, 0),
+            checkpoint_error: None,
         };
         // Under the write lock no other process is between writing a temp file and renaming
         // it, so every temp file of ours that exists now was left by a killed checkpoint.
@@ -445,6 +478,78 @@ impl Store {
         }
         store.write_lock.unlock();
         Ok(store)
+    }
+
+    /// Open the store without writing anything, for reading where the directory cannot be
+    /// written (`reason` says why: a read-only file system, no permission, a full disk). The
+    /// files and the journal are read as [`Store::open`] reads them, damage is reported but not
+    /// set aside, and the result is a snapshot: other processes' later writes are not followed.
+    /// Every write fails with [`Error::ReadOnly`].
+    pub fn open_read_only(
+        paths: StorePaths,
+        options: StoreOptions,
+        reason: impl Into<String>,
+    ) -> Result<Store> {
+        if options.dim == 0 {
+            return Err(Error::InvalidInput("vector dim must be at least 1".into()));
+        }
+        if !paths.dir.is_dir() {
+            return Err(Error::Io {
+                path: paths.dir.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the data directory does not exist",
+                ),
+            });
+        }
+        // Read under a shared lock when the lock file exists, so no writer is half-way through
+        // a checkpoint meanwhile (on a read-only file system there are no writers).
+        let lock = std::fs::File::open(&paths.lock).ok();
+        if let Some(f) = &lock {
+            let _ = f.lock_shared();
+        }
+        let loaded = load(&paths, &options, false);
+        drop(lock);
+        let Loaded {
+            pool,
+            skipped,
+            mut notes,
+            repairs,
+            journal,
+        } = loaded?;
+        let reason = reason.into();
+        notes.push(format!(
+            "read-only ({reason}): reading works, nothing is recorded"
+        ));
+        Ok(Store {
+            write_lock: WriteLock::detached(&paths.lock),
+            paths,
+            options,
+            attachment: None,
+            read_only: Some(reason),
+            journal,
+            pool,
+            skipped,
+            repairs,
+            notes,
+            temp_files_removed: (0, 0),
+            checkpoint_error: None,
+        })
+    }
+
+    /// Why the store is read-only, when it is.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    fn refuse_if_read_only(&self) -> Result<()> {
+        match &self.read_only {
+            Some(reason) => Err(Error::ReadOnly {
+                dir: self.paths.dir.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Fold a journal in which damage was just contained into a checkpoint, so the damaged
@@ -475,7 +580,7 @@ impl Store {
     /// Hold it across reading, deciding and committing, then [`Store::release`] it. Nested
     /// calls are cheap no-ops.
     pub fn acquire(&mut self) -> Result<SyncOutcome> {
-        if self.write_lock.held() {
+        if self.write_lock.held() || self.read_only.is_some() {
             return Ok(SyncOutcome::Current);
         }
         // Most of what others wrote is applied before waiting for the lock, so the locked
@@ -584,7 +689,7 @@ impl Store {
             notes,
             repairs,
             journal,
-        } = load(&self.paths, &self.options)?;
+        } = load(&self.paths, &self.options, true)?;
         self.pool = pool;
         self.skipped = skipped;
         self.journal = journal;
@@ -665,6 +770,7 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
+        self.refuse_if_read_only()?;
         let took = !self.write_lock.held();
         self.acquire()?;
         let result = self.commit_locked(records);
@@ -705,17 +811,36 @@ impl Store {
                 .append(true)
                 .open(path)
                 .at(path)?;
-            f.write_all(&archive).at(path)?;
-            if self.options.sync == SyncPolicy::Always {
-                f.sync_data().at(path)?;
+            let before = f.metadata().at(path)?.len();
+            let written = f.write_all(&archive).and_then(|()| {
+                if self.options.sync == SyncPolicy::Always {
+                    f.sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = written {
+                // A torn archive line would be read back as a skipped entry: cut it off.
+                let _ = f.set_len(before);
+                return Err(e).at(path);
             }
         }
+        // From here the records are durable once the append returns: nothing after it may
+        // turn the commit into a failure (a caller that retries would apply it twice).
         self.journal.append(&records)?;
         for r in records {
             apply(&mut self.pool, r);
         }
         if self.journal.len() > self.options.wal_max_bytes {
-            self.checkpoint_locked()?;
+            match self.checkpoint_locked() {
+                Ok(()) => self.checkpoint_error = None,
+                Err(e) => {
+                    self.checkpoint_error = Some(format!(
+                        "a checkpoint after a commit failed ({e}); nothing is lost, the journal \
+                         keeps growing until one succeeds"
+                    ))
+                }
+            }
         }
         Ok(())
     }
@@ -795,6 +920,7 @@ impl Store {
     /// files that lose them, so a crash at any point leaves every item in at least one file),
     /// then start a fresh journal. The journal is only reset once every file is durable.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.refuse_if_read_only()?;
         let took = !self.write_lock.held();
         self.acquire()?;
         let result = self.checkpoint_locked();
@@ -873,6 +999,7 @@ impl Store {
         if self.vector_meta().as_ref() == Some(meta) {
             return Ok(());
         }
+        self.refuse_if_read_only()?;
         let took = !self.write_lock.held();
         self.acquire()?;
         let result = files::write_atomic(
@@ -908,6 +1035,7 @@ impl Store {
     /// Drop the oldest archive entries until the archive file holds at most `max_bytes`
     /// (whole lines only; rewritten atomically). Returns the bytes freed.
     pub fn trim_archive(&mut self, max_bytes: u64) -> Result<u64> {
+        self.refuse_if_read_only()?;
         let path = self.paths.archive.clone();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -939,18 +1067,41 @@ impl Store {
     }
 
     /// Leave the data directory: checkpoint when no other process has it open (otherwise the
-    /// journal, already durable, is left for whoever closes last), and fsync.
-    pub fn close(mut self) -> Result<()> {
-        if self.attachment.alone() {
-            self.checkpoint()
-        } else {
-            self.journal.sync()
+    /// journal, already durable, is left for whoever closes last), and fsync. A checkpoint that
+    /// fails (a full disk) loses nothing, since the journal holds every change: it is reported
+    /// in [`Closed::checkpoint_error`], and only a failed fsync of the journal is an error.
+    pub fn close(mut self) -> Result<Closed> {
+        if self.read_only.is_some() {
+            return Ok(Closed::default());
         }
+        if self.alone() {
+            match self.checkpoint() {
+                Ok(()) => Ok(Closed::default()),
+                Err(e) => {
+                    self.journal.sync()?;
+                    Ok(Closed {
+                        checkpoint_error: Some(format!(
+                            "the closing checkpoint failed ({e}); nothing is lost: the journal \
+                             holds every change and the next open replays it"
+                        )),
+                    })
+                }
+            }
+        } else {
+            self.journal.sync()?;
+            Ok(Closed::default())
+        }
+    }
+
+    /// Why the last checkpoint this store tried after a commit failed, if it did (the commit
+    /// itself succeeded; the next commit tries again).
+    pub fn checkpoint_error(&self) -> Option<&str> {
+        self.checkpoint_error.as_deref()
     }
 
     /// Whether this is the only process with the directory open.
     pub fn alone(&self) -> bool {
-        self.attachment.alone()
+        self.attachment.as_ref().is_some_and(Attachment::alone)
     }
 }
 

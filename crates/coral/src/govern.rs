@@ -40,6 +40,9 @@ pub struct GovernanceStats {
     pub quota_removed: u64,
     /// Archive bytes trimmed to stay within `storage.max_bytes`.
     pub quota_archive_bytes_trimmed: u64,
+    /// Why governance after the last change failed, when it did (the change itself was kept;
+    /// the next change governs again).
+    pub last_error: Option<String>,
 }
 
 /// Governance state kept across calls.
@@ -204,6 +207,17 @@ impl Coral {
             engine.enforce_project_quota(config, p, now)?;
         }
         self.enforce_disk_quota(&mut engine, config, now)
+    }
+
+    /// [`Coral::govern`] after a change that is already durable: a failure is recorded in
+    /// [`GovernanceStats::last_error`] instead of failing the change.
+    pub(crate) fn govern_after_change(&self, config: &Config, now: f64, project: Option<&str>) {
+        let outcome = self.govern(config, now, project);
+        self.governance.update(|g| {
+            g.last_error = outcome.err().map(|e| {
+                format!("governance after the last change failed ({e}); the change was kept")
+            })
+        });
     }
 
     /// Distil now with a given client (tests and tools inject their own), whatever the

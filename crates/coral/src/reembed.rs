@@ -75,8 +75,10 @@ pub(crate) fn reconcile(
         if name == "hash" {
             let rows: Vec<u32> = (0..total as u32).collect();
             embed_rows(store, embedder, &rows)?;
-            store.checkpoint()?;
-            write_meta(store, embedder)?;
+            if store.read_only().is_none() {
+                store.checkpoint()?;
+                write_meta(store, embedder)?;
+            }
             notices.push(format!(
                 "the stored vectors were made by {origin}; replaced all {total} with hash \
                  vectors (with a model configured again, `coral reembed` restores its vectors)"
@@ -104,7 +106,9 @@ pub(crate) fn reconcile(
             "computed {missing} missing vector(s) with the {name} embedder"
         ));
     }
-    write_meta(store, embedder)?;
+    if store.read_only().is_none() {
+        write_meta(store, embedder)?;
+    }
     Ok(None)
 }
 
