@@ -53,6 +53,14 @@ pub enum Command {
     },
     /// Health report: stats, disk, 14-day histogram, the memories closest to eviction, paths.
     Report,
+    /// What governance would remove under the config in force, and whether a changed limit is
+    /// held back because it would remove many memories at once; `--confirm` applies it.
+    Govern {
+        /// Accept the limits in force and remove what they remove (to the archive, except
+        /// disk-quota removals).
+        #[arg(long)]
+        confirm: bool,
+    },
     /// Print the DeepSeek harness plugin (JavaScript) that forwards every tool to `coral http`.
     PluginJs {
         /// The sidecar's /rpc URL.

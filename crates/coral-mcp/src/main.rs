@@ -158,6 +158,50 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             finish(coral)?;
             Ok(0)
         }
+        Command::Govern { confirm } => {
+            let coral = open(cli)?;
+            if *confirm {
+                let done = coral.confirm_removals()?;
+                if cli.json {
+                    print_json(&serde_json::to_value(&done)?);
+                } else {
+                    outln!(
+                        "governed: {} memories before, {} after{}",
+                        done.before,
+                        done.after,
+                        if done.preview.is_some() {
+                            " (the held change is applied)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            } else {
+                let (preview, held) = coral.removal_preview();
+                if cli.json {
+                    print_json(&json!({"preview": preview, "held": held}));
+                } else {
+                    match &held {
+                        Some(h) => outln!(
+                            "held since {:.0}: {}\n  would remove {} of {} memories ({}); {}",
+                            h.since,
+                            h.preview.changes.join(", "),
+                            h.preview.would_remove,
+                            h.preview.memories,
+                            reasons(&h.preview.by_reason),
+                            h.confirm
+                        ),
+                        None => outln!(
+                            "nothing held; the limits in force would remove {} of {} memories now",
+                            preview.would_remove,
+                            preview.memories
+                        ),
+                    }
+                }
+            }
+            finish(coral)?;
+            Ok(0)
+        }
         Command::PluginJs { url, token } => {
             out!("{}", plugin::plugin_js(url, token.as_deref()));
             Ok(0)
@@ -609,6 +653,15 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
+/// `"a 3, b 1"` of a count map.
+fn reasons(counts: &std::collections::BTreeMap<String, usize>) -> String {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn print_report(r: &coral::Report) {
     let s = &r.stats;
     outln!(
@@ -639,6 +692,28 @@ fn print_report(r: &coral::Report) {
             d.count,
             "#".repeat(d.count.min(60))
         );
+    }
+    if let Some(h) = &r.held_change {
+        outln!(
+            "held change: {} would remove {} of {} memories ({}); {}",
+            h.preview.changes.join(", "),
+            h.preview.would_remove,
+            h.preview.memories,
+            reasons(&h.preview.by_reason),
+            h.confirm
+        );
+    }
+    if !r.removed.is_empty() {
+        outln!("removed recently (governance and quotas):");
+        for x in &r.removed {
+            outln!(
+                "  {}  {:<13} {:>5}  ({})",
+                coral::civil_date((x.at / 86_400.0).floor() as i64),
+                x.reason,
+                x.count,
+                reasons(&x.tiers)
+            );
+        }
     }
     outln!("closest to eviction:");
     for c in &r.eviction_preview {

@@ -272,6 +272,8 @@ pub(crate) struct Engine {
     pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
     /// Why the last search's hits could not be recorded (access counts), until one is.
     pub(crate) unrecorded: Option<String>,
+    /// The bulk-removal guard's record and hold (guard.rs).
+    pub(crate) guard: crate::guard::RecordCache,
 }
 
 impl Engine {
@@ -451,6 +453,7 @@ impl Coral {
                 sync_error: None,
                 vectors_disabled,
                 unrecorded: None,
+                guard: Default::default(),
             }),
             threads,
             timeline,
@@ -483,7 +486,8 @@ impl Coral {
         if !problems.is_empty() {
             return Err(Error::InvalidInput(problems.join("; ")));
         }
-        self.apply_config(config, unix_now())
+        // A Rust caller that sets a configuration means it: its limits apply at once.
+        self.apply_config(config, unix_now(), true)
     }
 
     /// The engine, after picking up a changed config file.
@@ -609,7 +613,24 @@ impl Coral {
             temp_bytes_removed: store.temp_files_removed().1,
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
-            governance: self.governance.snapshot(),
+            governance: crate::govern::GovernanceStats {
+                held: engine.held().map(|h| {
+                    format!(
+                        "{}: would remove {} of {} memories ({}); {}",
+                        h.preview.changes.join(", "),
+                        h.preview.would_remove,
+                        h.preview.memories,
+                        h.preview
+                            .by_reason
+                            .iter()
+                            .map(|(r, n)| format!("{r} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        h.confirm
+                    )
+                }),
+                ..self.governance.snapshot()
+            },
         }
     }
 

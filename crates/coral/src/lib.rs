@@ -23,6 +23,7 @@ mod config_ops;
 mod engine;
 mod error;
 mod govern;
+mod guard;
 mod import;
 mod insert;
 mod keyword_index;
@@ -43,7 +44,9 @@ pub use config::{
     ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, RrfWeights,
     StorageConfig, ThreadsConfig,
 };
-pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
+pub use config_ops::{
+    ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
+};
 pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
     hub_repo_dir, item_id, model_spec,
@@ -59,6 +62,9 @@ pub use engine::{
 };
 pub use error::{Error, Result};
 pub use govern::{GovernanceStats, llm_settings};
+pub use guard::{
+    Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
+};
 pub use models::{ModelStatus, model_search, model_statuses, runtime_search};
 pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};

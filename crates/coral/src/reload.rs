@@ -107,9 +107,14 @@ fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
 
 impl Coral {
     /// Put `config` in force now and govern at once (a lower capacity evicts right away).
-    pub(crate) fn apply_config(&self, config: Config, now: f64) -> Result<()> {
-        let engine = self.lock_raw();
+    /// `confirmed`: the caller accepted whatever the new limits remove (see guard.rs);
+    /// otherwise a bulk removal is held until confirmed.
+    pub(crate) fn apply_config(&self, config: Config, now: f64, confirmed: bool) -> Result<()> {
+        let mut engine = self.lock_raw();
         let config = self.swap_config(config);
+        if confirmed {
+            engine.accept(crate::guard::RemovalLimits::of(&config), now);
+        }
         if let Some(r) = &self.reloader {
             r.mark_seen();
             r.state().error = None;
@@ -174,9 +179,11 @@ impl Coral {
                 // Under the lock: no distillation here (it would hold the lock across an LLM
                 // call); a lower capacity is governed by eviction at once.
                 let now = unix_now();
+                let held = engine.guarded(&config, now);
+                let config = held.as_ref().unwrap_or(&config);
                 let governed = engine
-                    .maintain(&config, now)
-                    .and_then(|()| self.enforce_disk_quota(engine, &config, now));
+                    .maintain(config, now)
+                    .and_then(|()| self.enforce_disk_quota(engine, config, now));
                 r.state().error = governed
                     .err()
                     .map(|e| format!("reloaded, but governance failed: {e}"));
