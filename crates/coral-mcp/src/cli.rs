@@ -53,6 +53,21 @@ pub enum Command {
     },
     /// Health report: stats, disk, 14-day histogram, the memories closest to eviction, paths.
     Report,
+    /// Report every problem in the data directory (memory files, journal, vectors, threads,
+    /// timeline) without changing anything; exits 1 when there is one.
+    Check,
+    /// Copy the data directory (memories, threads, timeline) into DIR as one consistent
+    /// version, while servers keep running; DIR is itself a data directory plus a manifest.
+    Backup {
+        /// New or empty directory.
+        dir: std::path::PathBuf,
+    },
+    /// Replace the data directory with the backup in DIR (checked against its manifest first;
+    /// running servers reload at their next call).
+    Restore {
+        /// A directory written by `coral backup`.
+        dir: std::path::PathBuf,
+    },
     /// What governance would remove under the config in force, and whether a changed limit is
     /// held back because it would remove many memories at once; `--confirm` applies it.
     Govern {

@@ -101,6 +101,16 @@ fn describe(error: &anyhow::Error) -> String {
     text
 }
 
+/// The configuration with `--data-dir` applied, for commands that do not open the store.
+fn load_config(cli: &Cli) -> Result<Config, Failure> {
+    let path = Config::resolve_path(cli.config.as_deref());
+    let mut loaded = Config::load(&path)?;
+    if let Some(dir) = &cli.data_dir {
+        loaded.config.data_dir_override = Some(dir.clone());
+    }
+    Ok(loaded.config)
+}
+
 fn open(cli: &Cli) -> Result<Coral, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
@@ -156,6 +166,73 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 print_report(&report);
             }
             finish(coral)?;
+            Ok(0)
+        }
+        Command::Check => {
+            let config = load_config(cli)?;
+            let report = coral::check(&config);
+            if cli.json {
+                print_json(&serde_json::to_value(&report)?);
+            } else {
+                outln!(
+                    "{} memories in the files, {} journal record(s) since the checkpoint, {} \
+                     vector row(s)",
+                    report.items,
+                    report.journal_records,
+                    report.vectors
+                );
+                for f in &report.findings {
+                    let label = match f.severity {
+                        coral::Severity::Problem => "problem",
+                        _ => "note",
+                    };
+                    outln!("{label}: {}: {}", f.path.display(), f.detail);
+                }
+                if report.findings.is_empty() {
+                    outln!("no problems found");
+                }
+            }
+            Ok(if report.has_problems() { 1 } else { 0 })
+        }
+        Command::Backup { dir } => {
+            let config = load_config(cli)?;
+            let manifest = coral::backup(&config, dir)?;
+            if cli.json {
+                print_json(&serde_json::to_value(&manifest)?);
+            } else {
+                outln!(
+                    "backed up {} memories, {} thread(s){} into {} ({} files, {} bytes)",
+                    manifest.memories,
+                    manifest.threads,
+                    if manifest.timeline {
+                        " and the timeline"
+                    } else {
+                        ""
+                    },
+                    dir.display(),
+                    manifest.files.len(),
+                    manifest.files.iter().map(|f| f.bytes).sum::<u64>()
+                );
+            }
+            Ok(0)
+        }
+        Command::Restore { dir } => {
+            let config = load_config(cli)?;
+            let restored = coral::restore(&config, dir)?;
+            let m = &restored.manifest;
+            if cli.json {
+                print_json(&serde_json::to_value(&restored)?);
+            } else {
+                outln!(
+                    "restored {} memories, {} thread(s){} from {} (made {:.0}) into {}",
+                    m.memories,
+                    m.threads,
+                    if m.timeline { " and the timeline" } else { "" },
+                    dir.display(),
+                    m.created_at,
+                    restored.data_dir.display()
+                );
+            }
             Ok(0)
         }
         Command::Govern { confirm } => {

@@ -30,6 +30,8 @@ pub struct StorePaths {
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
     pub archive: PathBuf,
+    /// `coral_governance.json`: the facade's record of accepted limits and removals.
+    pub governance: PathBuf,
     /// `.coral.lock`: the per-call write lock.
     pub lock: PathBuf,
     /// `.coral.attach`: held shared by every process with the store open.
@@ -49,6 +51,7 @@ impl StorePaths {
             hot: dir.join("coral_hot.json"),
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
+            governance: dir.join("coral_governance.json"),
             lock: dir.join(".coral.lock"),
             attach: dir.join(".coral.attach"),
             dir,
@@ -56,7 +59,7 @@ impl StorePaths {
     }
 
     /// The data files with a short label each, for disk-usage reports.
-    pub fn data_files(&self) -> [(&'static str, &Path); 8] {
+    pub fn data_files(&self) -> [(&'static str, &Path); 9] {
         [
             ("hot", &self.hot),
             ("warm", &self.warm),
@@ -66,6 +69,7 @@ impl StorePaths {
             ("vector_sums", &self.sums),
             ("journal", &self.wal),
             ("archive", &self.archive),
+            ("governance", &self.governance),
         ]
     }
 

@@ -40,6 +40,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backup;
+mod check;
 mod error;
 mod files;
 mod item;
@@ -51,6 +53,8 @@ mod store;
 mod sums;
 mod vector_meta;
 
+pub use backup::{BackupFile, backup, read_checked, restore, restore_marker};
+pub use check::{CheckReport, Finding, Severity, check};
 pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,

@@ -432,6 +432,16 @@ impl Store {
         if options.dim == 0 {
             return Err(Error::InvalidInput("vector dim must be at least 1".into()));
         }
+        let marker = crate::backup::restore_marker(&paths);
+        if marker.exists() {
+            return Err(Error::Corrupted {
+                path: marker,
+                line: 0,
+                detail: "a `coral restore` into this directory was interrupted, so its files \
+                         are part old, part restored; run the same `coral restore` again"
+                    .into(),
+            });
+        }
         std::fs::create_dir_all(&paths.dir).at(&paths.dir)?;
         let attachment = Attachment::attach(&paths.attach)?;
         let mut write_lock = WriteLock::open(&paths.lock)?;

@@ -57,6 +57,7 @@
 //! # Ok::<(), coral_timeline::Error>(())
 //! ```
 
+mod backup;
 mod browse;
 mod context;
 mod cursor;
@@ -75,6 +76,7 @@ mod timeline;
 mod turns;
 mod tz;
 
+pub use backup::{backup_file, check_file, restore_file};
 pub use browse::{
     BrowseCard, BrowseRequest, BrowseResult, Coverage, DEFAULT_PAGE_SIZE, KeywordHit, KeywordMatch,
     MAX_PAGE_SIZE, OpenedSummary, SourcesPage, keyword_hits,

@@ -234,7 +234,7 @@ fn fingerprint(path: &Path) -> Option<(std::time::SystemTime, u64)> {
 
 impl Engine {
     fn record_path(&self) -> PathBuf {
-        self.store.paths().dir.join(GOVERNANCE_FILE)
+        self.store.paths().governance.clone()
     }
 
     /// Re-read the record when another process changed it.

@@ -18,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backup;
 mod config;
 mod config_ops;
 mod engine;
@@ -39,6 +40,7 @@ mod threads;
 pub mod timeline;
 mod tools;
 
+pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
     ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, RrfWeights,
@@ -51,6 +53,7 @@ pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
     hub_repo_dir, item_id, model_spec,
 };
+pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
