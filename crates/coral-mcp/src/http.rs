@@ -202,7 +202,11 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match Arc::try_unwrap(coral) {
-        Ok(coral) => coral.close().context("closing the memory store")?,
+        Ok(coral) => {
+            for warning in coral.close().context("closing the memory store")? {
+                eprintln!("coral: warning: {warning}");
+            }
+        }
         Err(coral) => coral.flush().context("checkpointing the memory store")?,
     }
     eprintln!("coral: HTTP sidecar stopped");

@@ -79,10 +79,26 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("coral: error: {:#}", f.error);
+            eprintln!("coral: error: {}", describe(&f.error));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// An error and its causes, each cause added only when the message so far does not already say
+/// it (the library errors include their cause in their own message).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 fn open(cli: &Cli) -> Result<Coral, Failure> {
@@ -98,6 +114,18 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
         }
     }
     Ok(coral)
+}
+
+/// Close after a command: say on stderr when nothing was recorded (a read-only store, a full
+/// disk) and what closing could not do without losing anything.
+fn finish(coral: Coral) -> Result<(), Failure> {
+    if let Some(why) = coral.unrecorded() {
+        eprintln!("coral: note: {why}");
+    }
+    for warning in coral.close()? {
+        eprintln!("coral: warning: {warning}");
+    }
+    Ok(())
 }
 
 fn print_json(value: &serde_json::Value) {
@@ -129,7 +157,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 print_report(&report);
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::PluginJs { url, token } => {
@@ -199,7 +227,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outcome.id()
                 );
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Search {
@@ -248,7 +276,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("    {text}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Get { id } => {
@@ -265,7 +293,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 eprintln!("coral: no memory with id {id}");
                 1
             };
-            coral.close()?;
+            finish(coral)?;
             Ok(code)
         }
         Command::Export => {
@@ -277,7 +305,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             }
             out.flush()?;
             drop(out);
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Stats => {
@@ -328,7 +356,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("repair: {r}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Flush => {
@@ -339,7 +367,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("checkpoint written (data was already durable in the journal)");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Delete { id } => {
@@ -352,7 +380,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 eprintln!("coral: no memory with id {id}");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(if ok { 0 } else { 1 })
         }
         Command::Mark { id, importance } => {
@@ -363,7 +391,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("{id} importance {}", item.importance);
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Import { dir } => import(cli, dir),
@@ -411,7 +439,7 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
             outln!("  {n}");
         }
     }
-    coral.close()?;
+    finish(coral)?;
     Ok(0)
 }
 

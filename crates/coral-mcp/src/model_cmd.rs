@@ -129,7 +129,7 @@ pub fn reembed(cli: &Cli) -> Result<u8, Failure> {
             report.checks.iter().filter(|c| c.rank == 1).count()
         );
     }
-    coral.close()?;
+    crate::finish(coral)?;
     Ok(0)
 }
 

@@ -277,10 +277,10 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
             eprintln!("coral: repaired: {repair}");
         }
         if let Some(why) = coral.timeline_read_only() {
-            eprintln!("coral: timeline: {why}");
+            eprintln!("coral: note: timeline: {why}");
         }
     }
-    coral.close()?;
+    crate::finish(coral)?;
     if text {
         outln!("{}", result["text"].as_str().unwrap_or_default().trim_end());
     } else {

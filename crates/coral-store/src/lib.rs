@@ -48,13 +48,16 @@ mod lock;
 pub mod npy;
 mod pool;
 mod store;
+mod sums;
+mod vector_meta;
 
 pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
 };
 pub use item::{Item, PythonCompact, Tier, to_python_line};
-pub use journal::{Damage, Record, Scan, SyncPolicy, scan as scan_journal};
+pub use journal::{Damage, DamageKind, Line, Record, Scan, SyncPolicy, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};
-pub use store::{Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
+pub use store::{Closed, Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
+pub use vector_meta::{VectorMeta, read as read_vector_meta};

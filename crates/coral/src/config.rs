@@ -774,6 +774,7 @@ impl Config {
         paths.cold = self.resolve(&self.paths.cold_archive);
         paths.vectors = self.resolve(&self.paths.vector_store);
         paths.index = self.resolve(&self.paths.vector_index);
+        paths.sums = paths.vectors.with_extension("sums");
         paths
     }
 }

@@ -159,6 +159,16 @@ pub struct Stats {
     pub restart_needed: Vec<String>,
     /// Damage contained at open.
     pub repairs: Vec<String>,
+    /// Why the store is read-only (reads work, nothing is recorded), when it is.
+    pub read_only: Option<String>,
+    /// Why the last search's hits were not recorded, when they were not.
+    pub unrecorded: Option<String>,
+    /// Why the last checkpoint after a commit failed, when it did (nothing was lost).
+    pub checkpoint_error: Option<String>,
+    /// Temp files left by interrupted checkpoints and removed at open.
+    pub temp_files_removed: usize,
+    /// Their bytes.
+    pub temp_bytes_removed: u64,
     /// Journal size since the last checkpoint.
     pub journal_bytes: u64,
     /// Checkpoints since the directory was created.
@@ -229,6 +239,12 @@ impl Engine {
             data_bytes += timeline_bytes;
             files.insert("timeline".to_string(), timeline_bytes);
         }
+        // Temp files of a checkpoint in progress (left ones are removed at open).
+        let (temps, temp_bytes) = self.store.temp_file_usage();
+        if temps > 0 {
+            data_bytes += temp_bytes;
+            files.insert("temp".to_string(), temp_bytes);
+        }
         let projected = (self.store.pool().len() * self.store.pool().dim() * 4) as u64;
         let total = data_bytes + projected;
         let max = config.storage.max_bytes;
@@ -254,6 +270,8 @@ pub(crate) struct Engine {
     pub(crate) vectors_disabled: Option<String>,
     /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
     pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
+    /// Why the last search's hits could not be recorded (access counts), until one is.
+    pub(crate) unrecorded: Option<String>,
 }
 
 impl Engine {
@@ -331,6 +349,21 @@ fn sync_policy(config: &Config) -> SyncPolicy {
 
 pub use crate::models::embedder_for;
 
+/// Why opening failed because the directory cannot be written, if that is why.
+fn unwritable(e: &coral_store::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let coral_store::Error::Io { path, source } = e else {
+        return None;
+    };
+    let why = match source.kind() {
+        ErrorKind::ReadOnlyFilesystem => "read-only file system",
+        ErrorKind::PermissionDenied => "no permission to write",
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => "the disk is full",
+        _ => return None,
+    };
+    Some(format!("{why}: {}", path.display()))
+}
+
 impl Coral {
     /// Open with the config file at `config_path` (created with defaults when missing).
     pub fn open(config_path: impl AsRef<Path>) -> Result<Coral> {
@@ -377,7 +410,18 @@ impl Coral {
             wal_max_bytes: config.storage.wal_max_bytes,
             features: Arc::new(|text: &str| coral_embed::text_features(text).bitmap),
         };
-        let mut store = Store::open(config.store_paths(), options)?;
+        let mut store = match Store::open(config.store_paths(), options.clone()) {
+            Ok(store) => store,
+            // A directory this process cannot write (read-only file system, no permission, a
+            // full disk) can still be read: searches, exports and reports work and say that
+            // nothing is recorded; every write names the reason.
+            Err(e) => match unwritable(&e) {
+                Some(reason) => {
+                    Store::open_read_only(config.store_paths(), options, reason).map_err(|_| e)?
+                }
+                None => return Err(e.into()),
+            },
+        };
         let mut notices: Vec<String> = store.notes().to_vec();
         let vectors_disabled =
             crate::reembed::reconcile(&mut store, embedder.as_ref(), &mut notices)?;
@@ -406,6 +450,7 @@ impl Coral {
                 dedup: HashMap::new(),
                 sync_error: None,
                 vectors_disabled,
+                unrecorded: None,
             }),
             threads,
             timeline,
@@ -557,6 +602,11 @@ impl Coral {
                 .map(|r| r.restart_needed())
                 .unwrap_or_default(),
             repairs: store.repairs().iter().map(ToString::to_string).collect(),
+            read_only: store.read_only().map(String::from),
+            unrecorded: engine.unrecorded.clone(),
+            checkpoint_error: store.checkpoint_error().map(String::from),
+            temp_files_removed: store.temp_files_removed().0,
+            temp_bytes_removed: store.temp_files_removed().1,
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
             governance: self.governance.snapshot(),
@@ -588,12 +638,25 @@ impl Coral {
         out
     }
 
-    /// Checkpoint and release the data directory.
-    pub fn close(self) -> Result<()> {
+    /// Why nothing this process does is recorded, if so: the store is read-only, or the last
+    /// search could not record its hits (a full disk). The CLI prints it after a read.
+    pub fn unrecorded(&self) -> Option<String> {
+        let engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        engine
+            .store
+            .read_only()
+            .map(|r| format!("the store is read-only ({r}): nothing was recorded"))
+            .or_else(|| engine.unrecorded.clone())
+    }
+
+    /// Checkpoint and release the data directory. Returns warnings that lost nothing (a
+    /// closing checkpoint that failed on a full disk: the journal keeps every change).
+    pub fn close(self) -> Result<Vec<String>> {
         let threads = self.threads.flush();
         let engine = self.engine.into_inner().unwrap_or_else(|e| e.into_inner());
-        engine.store.close()?;
-        threads
+        let closed = engine.store.close()?;
+        threads?;
+        Ok(closed.checkpoint_error.into_iter().collect())
     }
 }
 

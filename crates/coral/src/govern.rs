@@ -40,6 +40,9 @@ pub struct GovernanceStats {
     pub quota_removed: u64,
     /// Archive bytes trimmed to stay within `storage.max_bytes`.
     pub quota_archive_bytes_trimmed: u64,
+    /// Why governance after the last change failed, when it did (the change itself was kept;
+    /// the next change governs again).
+    pub last_error: Option<String>,
 }
 
 /// Governance state kept across calls.
@@ -78,11 +81,12 @@ pub fn llm_settings(config: &Config) -> Option<LlmSettings> {
 }
 
 /// What one item takes on disk once checkpointed: its JSON (a cold line, or a pretty-printed
-/// array element for hot and warm), its vector row and its index entry.
+/// array element for hot and warm), its vector row, its index entry and its 12-byte entry in
+/// the vector checksums.
 fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
     let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
     let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
-    (item.content.len() + json_overhead + project + dim * 4 + 20) as u64
+    (item.content.len() + json_overhead + project + dim * 4 + 20 + 12) as u64
 }
 
 impl Engine {
@@ -203,6 +207,17 @@ impl Coral {
             engine.enforce_project_quota(config, p, now)?;
         }
         self.enforce_disk_quota(&mut engine, config, now)
+    }
+
+    /// [`Coral::govern`] after a change that is already durable: a failure is recorded in
+    /// [`GovernanceStats::last_error`] instead of failing the change.
+    pub(crate) fn govern_after_change(&self, config: &Config, now: f64, project: Option<&str>) {
+        let outcome = self.govern(config, now, project);
+        self.governance.update(|g| {
+            g.last_error = outcome.err().map(|e| {
+                format!("governance after the last change failed ({e}); the change was kept")
+            })
+        });
     }
 
     /// Distil now with a given client (tests and tools inject their own), whatever the

@@ -64,7 +64,9 @@ impl Coral {
         let outcome = engine.insert(&config, new)?;
         drop(engine);
         let project = project.filter(|_| outcome.inserted());
-        self.govern(&config, now, project.as_deref())?;
+        // The memory is durable now: a governance failure (a full disk during an eviction) is
+        // reported, not returned, so a caller that retries on error never stores it twice.
+        self.govern_after_change(&config, now, project.as_deref());
         Ok(outcome)
     }
 }

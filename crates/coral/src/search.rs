@@ -137,7 +137,16 @@ impl Coral {
             .iter()
             .filter_map(|r| r.id().map(String::from))
             .collect();
-        engine.store.commit(records)?;
+        // Counting the hits is bookkeeping for heat: when it cannot be written (a read-only
+        // store, a full disk) the search still answers, and says so through `unrecorded`.
+        engine.unrecorded = match engine.store.read_only() {
+            Some(reason) => Some(format!(
+                "the store is read-only ({reason}): hits were not recorded"
+            )),
+            None => engine.store.commit(records).err().map(|e| {
+                format!("the hits of a search could not be recorded ({e}); results are unaffected")
+            }),
+        };
         let pool = engine.store.pool();
         let hits = scored
             .iter()
