@@ -316,10 +316,29 @@ pub(crate) fn cannot_write(e: &Error) -> Option<String> {
                 | ErrorCode::DiskFull
                 | ErrorCode::SystemIoFailure
                 | ErrorCode::PermissionDenied,
-            ) => Some(s.to_string()),
+            ) => Some(describe(s)),
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// SQLite's failure in words that say what to do: its extended codes tell a full disk behind
+/// a "disk I/O error" (growing the `-shm` index, writing a page).
+fn describe(e: &rusqlite::Error) -> String {
+    const IOERR_WRITE: i32 = 10 | (3 << 8);
+    const IOERR_SHMSIZE: i32 = 10 | (19 << 8);
+    const IOERR_SHMMAP: i32 = 10 | (21 << 8);
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => match (f.code, f.extended_code) {
+            (ErrorCode::DiskFull, _) => "the disk is full".into(),
+            (_, IOERR_SHMSIZE | IOERR_SHMMAP) => {
+                "the log's -shm index cannot be made or grown (is the disk full?)".into()
+            }
+            (_, IOERR_WRITE) => "a write failed (is the disk full?)".into(),
+            _ => e.to_string(),
+        },
+        _ => e.to_string(),
     }
 }
 
