@@ -220,6 +220,21 @@ fn reads_work(config: &Path, ids: &[String], context: &str) -> String {
         "{context}: {opened}"
     );
     said.push_str(&err);
+    // The other reads too: the context, and retrieval (its vectors cannot be saved).
+    for read in [
+        vec!["timeline", "context"],
+        vec!["timeline", "retrieve", "output 6", "--include-visible"],
+    ] {
+        let mut args = read.clone();
+        args.extend_from_slice(&SCOPE);
+        let (code, out, err) = coral(config, &args);
+        assert_eq!(code, Some(0), "{context}: {read:?}: {err}");
+        assert!(
+            out.contains("output 6") || out.contains("question 6"),
+            "{context}: {out}"
+        );
+        said.push_str(&err);
+    }
     said
 }
 
