@@ -12,6 +12,11 @@
 //!
 //! Time is a parameter (`now`, Unix seconds) of every call that writes.
 //!
+//! Damage is said out loud: a writable open copies a damaged write-ahead log aside and reports
+//! it ([`Timeline::repairs`]), and [`Timeline::check`] lists every problem of the file. Where
+//! nothing can be written (read-only file system, full disk) the timeline opens read-only
+//! ([`Timeline::read_only`]): reads work and writes answer [`Error::Unwritable`].
+//!
 //! ```
 //! use coral_timeline::{
 //!     BeginTurn, CompleteTurn, HistoryFormat, Namespace, OpenRequest, ReadStatus, Timeline,
