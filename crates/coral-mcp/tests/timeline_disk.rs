@@ -265,6 +265,12 @@ fn writes_fail(config: &Path, entries: usize, why: &str, context: &str) -> Sidec
 
 #[test]
 fn timeline_reads_work_on_a_read_only_file_system() {
+    // A copy left by a process killed while it read one.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let orphan = std::env::temp_dir().join(format!("coral-timeline-{}-1", gone.id()));
+    gone.wait().unwrap();
+    std::fs::create_dir_all(&orphan).unwrap();
+    std::fs::write(orphan.join("timeline.sqlite3"), b"left behind").unwrap();
     for left in [Left::Clean, Left::Killed, Left::KilledNoIndex] {
         let context = format!("read-only after {left:?}");
         let mount = Mount::new("8m");
@@ -276,7 +282,7 @@ fn timeline_reads_work_on_a_read_only_file_system() {
                 && said.contains("nothing is recorded"),
             "{context}: {said:?}"
         );
-        writes_fail(&config, ids.len(), "read-only file system", &context).kill();
+        writes_fail(&config, ids.len(), "read-only file system", &context).stop();
         // Writable again: nothing was lost, and it records.
         mount.remount("rw");
         let http = Sidecar::start(&config);
@@ -288,6 +294,23 @@ fn timeline_reads_work_on_a_read_only_file_system() {
         let (found, said) = read_all(&config, &SCOPE);
         assert_eq!(found.len(), ids.len() + 1, "{context}: {said}");
         assert!(!said.contains("nothing is recorded"), "{context}: {said}");
+    }
+    assert!(!orphan.exists(), "the next copy removes a dead process's");
+    no_orphan_copies();
+}
+
+/// Private copies read where the log's index cannot be made are removed by the process that
+/// made them, or after it died by the next copy taken: none belongs to a dead process.
+fn no_orphan_copies() {
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(rest) = name.strip_prefix("coral-timeline-") {
+            let pid = rest.split('-').next().unwrap();
+            assert!(
+                Path::new(&format!("/proc/{pid}")).exists(),
+                "{name} was left by a process that is gone"
+            );
+        }
     }
 }
 
@@ -326,4 +349,5 @@ fn timeline_reads_work_on_a_full_disk() {
         let (found, _) = read_all(&config, &SCOPE);
         assert_eq!(found.len(), ids.len() + 1, "{context}");
     }
+    no_orphan_copies();
 }
