@@ -139,9 +139,11 @@ fn finish(coral: Coral) -> Result<(), Failure> {
 }
 
 fn print_json(value: &serde_json::Value) {
+    // Escaped like every JSON Coral shows: stored text cannot move a terminal's cursor or
+    // start a line (C1 controls, LS, PS).
     outln!(
         "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
+        coral::json_for_model(&serde_json::to_string_pretty(value).unwrap_or_default())
     );
 }
 

@@ -271,6 +271,15 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
         }
     };
     let result = call(&coral, tool, args)?;
+    if !cli.quiet {
+        // Said out loud: damage the open contained, and a timeline that records nothing.
+        for repair in coral.timeline_repairs() {
+            eprintln!("coral: repaired: {repair}");
+        }
+        if let Some(why) = coral.timeline_read_only() {
+            eprintln!("coral: note: timeline: {why}");
+        }
+    }
     crate::finish(coral)?;
     if text {
         outln!("{}", result["text"].as_str().unwrap_or_default().trim_end());

@@ -42,18 +42,3 @@ pub fn restore_file(db: &Path, src: &Path) -> Result<()> {
     conn.restore(MAIN_DB, src, None::<fn(rusqlite::backup::Progress)>)?;
     Ok(())
 }
-
-/// Problems SQLite finds in the database at `db` (`PRAGMA integrity_check`), without changing
-/// it; empty when it is sound or does not exist.
-pub fn check_file(db: &Path) -> Result<Vec<String>> {
-    if !db.exists() {
-        return Ok(Vec::new());
-    }
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-    let rows: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows.into_iter().filter(|r| r != "ok").collect())
-}

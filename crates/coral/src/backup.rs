@@ -233,23 +233,32 @@ pub fn check(config: &Config) -> CheckReport {
             }),
         }
     }
+    // The timeline's own check (integrity, schema, log damage, quarantined copies), on a
+    // read-only open so nothing is recovered or repaired.
     let timeline = config.timeline_path();
-    match coral_timeline::check_file(&timeline) {
-        Ok(problems) => {
-            for p in problems {
-                report.findings.push(Finding {
-                    severity: Severity::Problem,
-                    path: timeline.clone(),
-                    detail: format!("SQLite integrity check: {p}"),
-                });
-            }
+    if timeline.exists() {
+        let options = coral_timeline::Options {
+            access: coral_timeline::Access::ReadOnly,
+            ..Default::default()
+        };
+        let problems = coral_timeline::Timeline::open_with(&timeline, options)
+            .and_then(|t| t.check())
+            .unwrap_or_else(|e| {
+                vec![coral_timeline::Problem {
+                    file: timeline.clone(),
+                    detail: format!("cannot be checked: {e}"),
+                }]
+            });
+        for p in problems {
+            report.findings.push(Finding {
+                severity: Severity::Problem,
+                path: p.file,
+                detail: p.detail,
+            });
         }
-        Err(e) => report.findings.push(Finding {
-            severity: Severity::Problem,
-            path: timeline.clone(),
-            detail: format!("cannot be checked: {e}"),
-        }),
     }
-    report.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    report
+        .findings
+        .sort_by_key(|f| std::cmp::Reverse(f.severity));
     report
 }

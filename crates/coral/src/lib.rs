@@ -53,6 +53,9 @@ pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
     hub_repo_dir, item_id, model_spec,
 };
+pub use coral_score::{
+    is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
+};
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{

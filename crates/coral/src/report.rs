@@ -32,7 +32,7 @@ pub struct EvictionCandidate {
     pub access_count: u64,
     /// Last access, Unix seconds.
     pub last_access: f64,
-    /// The first 60 characters.
+    /// The first 60 characters, on one line (controls escaped).
     pub content: String,
 }
 
@@ -180,7 +180,7 @@ impl Coral {
                     importance: item.importance,
                     access_count: item.access_count,
                     last_access: item.last_access,
-                    content: item.content.chars().take(60).collect(),
+                    content: coral_score::preview(&item.content, 60).0,
                 }
             })
             .collect();

@@ -655,7 +655,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
     },
     ToolDef {
         name: "timeline_metrics",
-        description: "Host: turns, results and the tokens settlement saved. 轮次、结果与节省的 token 统计。",
+        description: "Host: turns, results and the tokens settlement saved; damage the open \
+                      repaired and why nothing is recorded, if so. 轮次、结果与节省的 token 统计。",
         args: &[CROSS, TENANT, USER, DOMAIN, CONVERSATION],
         handler: metrics,
     },
@@ -1086,13 +1087,17 @@ fn history(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn metrics(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let m = open(coral)?
+    let timeline = open(coral)?;
+    let m = timeline
         .metrics(
             &namespace(args),
             args.bool("cross_conversation").unwrap_or(false),
         )
         .map_err(write_error)?;
-    ok(json!({"metrics": m}))
+    // Damage this open contained, and why nothing is recorded, if so: said wherever the
+    // timeline's state is shown.
+    let repairs: Vec<String> = timeline.repairs().iter().map(ToString::to_string).collect();
+    ok(json!({"metrics": m, "repairs": repairs, "read_only": timeline.read_only()}))
 }
 
 fn recover(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
