@@ -417,8 +417,10 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
     json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
 }
 
-/// Read stdin line by line; for each non-blank line, run `handle` and write one JSON
-/// acknowledgement line (or `{"line", "error"}`), flushed before the next line is read.
+/// Read stdin line by line; for every line, run `handle` and write exactly one JSON
+/// acknowledgement line, flushed before the next line is read, so the n-th ack answers the
+/// n-th line: the handler's object with `"ok": true`, or `{"line", "ok": false, "error"}`.
+/// A blank line is such an error (there is nothing to store), like an empty `coral insert ""`.
 /// Returns how many lines failed.
 pub(crate) fn ack_lines(
     mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
@@ -434,15 +436,26 @@ pub(crate) fn ack_lines(
             Ok(text) => {
                 let text = text.strip_suffix('\r').unwrap_or(text);
                 if text.trim().is_empty() {
-                    continue;
+                    Err(anyhow::anyhow!(
+                        "line {line_no} is blank: nothing was stored (remove blank lines, or \
+                         give each line some text)"
+                    ))
+                } else {
+                    handle(text)
                 }
-                handle(text)
             }
         };
-        let ack = result.unwrap_or_else(|e| {
-            failures += 1;
-            json!({"line": line_no, "error": format!("{e:#}")})
-        });
+        let ack = match result {
+            Ok(Value::Object(mut fields)) => {
+                fields.entry("ok").or_insert(Value::Bool(true));
+                Value::Object(fields)
+            }
+            Ok(other) => other,
+            Err(e) => {
+                failures += 1;
+                json!({"line": line_no, "ok": false, "error": coral::bound_message(format!("{e:#}"))})
+            }
+        };
         serde_json::to_writer(&mut out, &ack)?;
         out.write_all(b"\n")?;
         out.flush()?;
@@ -547,7 +560,10 @@ fn parse_jsonl(
             return Ok(JsonOp::Search(query, line.top_k));
         }
         "stats" => return Ok(JsonOp::Stats),
-        other => anyhow::bail!("op {other:?} is not insert, delete, search or stats"),
+        other => anyhow::bail!(
+            "op {} is not insert, delete, search or stats",
+            coral::echo(other)
+        ),
     }
     let content = line
         .content
@@ -558,7 +574,10 @@ fn parse_jsonl(
         Some(serde_json::Value::String(s)) => {
             Some(time::parse_time(&s).map_err(anyhow::Error::msg)?)
         }
-        Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
+        Some(other) => anyhow::bail!(
+            "timestamp {} is neither a number nor a date",
+            coral::echo_json(&other)
+        ),
     };
     Ok(JsonOp::Insert(
         content,
