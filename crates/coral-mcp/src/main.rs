@@ -33,6 +33,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod http;
+mod http_guard;
 mod mcp;
 mod model_cmd;
 mod plugin;
@@ -139,14 +140,29 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             mcp::serve(coral)?;
             Ok(0)
         }
-        Command::Http { host, port, token } => {
+        Command::Http {
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => {
+            // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
+            let token = token
+                .clone()
+                .or_else(|| {
+                    std::env::var("CORAL_HTTP_TOKEN")
+                        .ok()
+                        .filter(|t| !t.is_empty())
+                })
+                .map(|t| http_guard::Token::new(&t))
+                .transpose()
+                .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
             let options = http::HttpOptions {
                 host: *host,
                 port: *port,
-                token: token
-                    .clone()
-                    .or_else(|| std::env::var("CORAL_HTTP_TOKEN").ok())
-                    .filter(|t| !t.is_empty()),
+                guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
+                    .map_err(usage)?,
             };
             http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
             let coral = open(cli)?;
