@@ -349,11 +349,10 @@ impl Guard {
         if self.options.origins.contains(origin) {
             return true;
         }
-        let own = origin.scheme == "http"
+        origin.scheme == "http"
             && origin.port == Some(self.port)
             && (LOOPBACK_NAMES.contains(&origin.host.as_str())
-                || self.own.as_deref() == Some(origin.host.as_str()));
-        own
+                || self.own.as_deref() == Some(origin.host.as_str()))
     }
 
     /// Check a request's headers; `Err` is the answer to send instead of serving it.

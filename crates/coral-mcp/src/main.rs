@@ -37,6 +37,8 @@ mod http_guard;
 mod mcp;
 mod model_cmd;
 mod plugin;
+mod stdio_frames;
+mod stdio_transport;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
