@@ -41,9 +41,20 @@ pub enum Command {
         /// Port (0 picks a free one; the bound address is printed as JSON on stdout).
         #[arg(long, default_value_t = 8765)]
         port: u16,
-        /// Bearer token required on every request (default: $CORAL_HTTP_TOKEN).
+        /// Bearer token required on every request, at least 16 visible ASCII characters
+        /// (default: $CORAL_HTTP_TOKEN).
         #[arg(long)]
         token: Option<String>,
+        /// Also answer requests whose Host header is this name (`name` for any port, or
+        /// `name:port`), e.g. behind a reverse proxy; repeatable. Loopback names and the bound
+        /// address are always allowed.
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also serve browser pages from this origin (`https://app.example.com`, or `null`);
+        /// repeatable. Coral's own origins (http://127.0.0.1:PORT, http://localhost:PORT) are
+        /// always allowed, every other page is refused.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
     },
     /// Read or change coral_config.json (no data-directory lock needed).
     Config {

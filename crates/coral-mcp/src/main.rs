@@ -33,9 +33,12 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod http;
+mod http_guard;
 mod mcp;
 mod model_cmd;
 mod plugin;
+mod stdio_frames;
+mod stdio_transport;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
@@ -290,14 +293,29 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             mcp::serve(coral)?;
             Ok(0)
         }
-        Command::Http { host, port, token } => {
+        Command::Http {
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => {
+            // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
+            let token = token
+                .clone()
+                .or_else(|| {
+                    std::env::var("CORAL_HTTP_TOKEN")
+                        .ok()
+                        .filter(|t| !t.is_empty())
+                })
+                .map(|t| http_guard::Token::new(&t))
+                .transpose()
+                .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
             let options = http::HttpOptions {
                 host: *host,
                 port: *port,
-                token: token
-                    .clone()
-                    .or_else(|| std::env::var("CORAL_HTTP_TOKEN").ok())
-                    .filter(|t| !t.is_empty()),
+                guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
+                    .map_err(usage)?,
             };
             http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
             let coral = open(cli)?;
@@ -568,8 +586,10 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
     json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
 }
 
-/// Read stdin line by line; for each non-blank line, run `handle` and write one JSON
-/// acknowledgement line (or `{"line", "error"}`), flushed before the next line is read.
+/// Read stdin line by line; for every line, run `handle` and write exactly one JSON
+/// acknowledgement line, flushed before the next line is read, so the n-th ack answers the
+/// n-th line: the handler's object with `"ok": true`, or `{"line", "ok": false, "error"}`.
+/// A blank line is such an error (there is nothing to store), like an empty `coral insert ""`.
 /// Returns how many lines failed.
 pub(crate) fn ack_lines(
     mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
@@ -585,15 +605,26 @@ pub(crate) fn ack_lines(
             Ok(text) => {
                 let text = text.strip_suffix('\r').unwrap_or(text);
                 if text.trim().is_empty() {
-                    continue;
+                    Err(anyhow::anyhow!(
+                        "line {line_no} is blank: nothing was stored (remove blank lines, or \
+                         give each line some text)"
+                    ))
+                } else {
+                    handle(text)
                 }
-                handle(text)
             }
         };
-        let ack = result.unwrap_or_else(|e| {
-            failures += 1;
-            json!({"line": line_no, "error": format!("{e:#}")})
-        });
+        let ack = match result {
+            Ok(Value::Object(mut fields)) => {
+                fields.entry("ok").or_insert(Value::Bool(true));
+                Value::Object(fields)
+            }
+            Ok(other) => other,
+            Err(e) => {
+                failures += 1;
+                json!({"line": line_no, "ok": false, "error": coral::bound_message(format!("{e:#}"))})
+            }
+        };
         serde_json::to_writer(&mut out, &ack)?;
         out.write_all(b"\n")?;
         out.flush()?;
@@ -698,7 +729,10 @@ fn parse_jsonl(
             return Ok(JsonOp::Search(query, line.top_k));
         }
         "stats" => return Ok(JsonOp::Stats),
-        other => anyhow::bail!("op {other:?} is not insert, delete, search or stats"),
+        other => anyhow::bail!(
+            "op {} is not insert, delete, search or stats",
+            coral::echo(other)
+        ),
     }
     let content = line
         .content
@@ -709,7 +743,10 @@ fn parse_jsonl(
         Some(serde_json::Value::String(s)) => {
             Some(time::parse_time(&s).map_err(anyhow::Error::msg)?)
         }
-        Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
+        Some(other) => anyhow::bail!(
+            "timestamp {} is neither a number nor a date",
+            coral::echo_json(&other)
+        ),
     };
     Ok(JsonOp::Insert(
         content,

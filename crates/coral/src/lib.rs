@@ -21,6 +21,7 @@
 mod backup;
 mod config;
 mod config_ops;
+mod echo;
 mod engine;
 mod error;
 mod govern;
@@ -62,9 +63,10 @@ pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
     StoreOptions as ThreadStoreOptions, ThreadEntry, ThreadView, looks_completed,
 };
+pub use echo::{ECHO_CHARS, bound_message, echo, echo_json};
 pub use engine::{
-    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K, Memory,
-    Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
+    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K,
+    MAX_UNIX_TIME, Memory, Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
 pub use govern::{GovernanceStats, llm_settings};

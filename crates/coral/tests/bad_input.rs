@@ -228,6 +228,28 @@ fn bad_arguments_are_refused_and_change_nothing() {
             vec!["timestamp", "-1"],
         ),
         (
+            "creation time after the year 9999",
+            insert_with(
+                "a new memory",
+                InsertOptions {
+                    timestamp: Some(1e300),
+                    ..InsertOptions::default()
+                },
+            ),
+            vec!["timestamp", "1e300", "253402300799", "milliseconds"],
+        ),
+        (
+            "creation time in milliseconds",
+            insert_with(
+                "a new memory",
+                InsertOptions {
+                    timestamp: Some(1.7e12),
+                    ..InsertOptions::default()
+                },
+            ),
+            vec!["timestamp", "1700000000000", "milliseconds"],
+        ),
+        (
             "infinite insert clock",
             insert_with(
                 "a new memory",
@@ -290,6 +312,17 @@ fn bad_arguments_are_refused_and_change_nothing() {
                 },
             ),
             vec!["now", "NaN"],
+        ),
+        (
+            "search clock after the year 9999",
+            search(
+                "coffee",
+                SearchOptions {
+                    now: Some(1e20),
+                    ..top_k(3)
+                },
+            ),
+            vec!["now", "1e20", "253402300799"],
         ),
         (
             "NaN score floor",

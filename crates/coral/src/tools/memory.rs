@@ -198,7 +198,8 @@ fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
     } else {
         Err(ToolError::InvalidArguments(format!(
-            "no memory with item_id {id:?}; search first to get a valid id / 未找到该记忆"
+            "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
+            crate::echo(id)
         )))
     }
 }

@@ -77,7 +77,7 @@ const TIMESTAMP: Arg = Arg {
     name: "timestamp",
     kind: Kind::Number {
         min: 0.0,
-        max: 253_402_300_799.0,
+        max: crate::MAX_UNIX_TIME,
     },
     required: false,
     description: "when it happened, Unix seconds, default now / 发生时间（Unix 秒），默认现在",
@@ -148,7 +148,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "start_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: 253_402_300_799.0,
+            max: crate::MAX_UNIX_TIME,
         },
         required: false,
         description: "start, Unix seconds / 起点（Unix 秒）",
@@ -158,7 +158,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "end_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: 253_402_300_799.0,
+            max: crate::MAX_UNIX_TIME,
         },
         required: false,
         description: "end, Unix seconds / 终点（Unix 秒）",
@@ -739,7 +739,8 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         "compact" => Detail::Compact,
         other => {
             return Ok(invalid_filter(format!(
-                "detail {other:?} is not full or compact"
+                "detail {} is not full or compact",
+                crate::echo(other)
             )));
         }
     };
