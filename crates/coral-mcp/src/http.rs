@@ -181,7 +181,7 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
         let bound = listener.local_addr()?;
         let guard = Arc::new(Guard::new(bound, options.guard));
         println!("{}", json!({"listening": bound.to_string()}));
-        eprintln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
+        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
         axum::serve(listener, router(state, guard))
             .with_graceful_shutdown(shutdown_signal())
             .await
@@ -191,12 +191,12 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
     match Arc::try_unwrap(coral) {
         Ok(coral) => {
             for warning in coral.close().context("closing the memory store")? {
-                eprintln!("coral: warning: {warning}");
+                errln!("coral: warning: {warning}");
             }
         }
         Err(coral) => coral.flush().context("checkpointing the memory store")?,
     }
-    eprintln!("coral: HTTP sidecar stopped");
+    errln!("coral: HTTP sidecar stopped");
     Ok(())
 }
 

@@ -10,6 +10,16 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics: when stderr itself cannot be written (a full disk under a
+/// redirect, a closed pipe) there is nowhere left to report that, and a panic would turn a
+/// clear exit code into 101.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// `print!` with the same behaviour as [`outln!`].
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -25,7 +35,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("coral: error: cannot write output: {e}");
+        errln!("coral: error: cannot write output: {e}");
         std::process::exit(1);
     }
 }
@@ -82,7 +92,7 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("coral: error: {}", describe(&f.error));
+            errln!("coral: error: {}", describe(&f.error));
             ExitCode::from(f.code)
         }
     }
@@ -123,7 +133,7 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
     let coral = Coral::open_loaded(loaded, &path)?;
     if !cli.quiet {
         for n in coral.notices() {
-            eprintln!("coral: {n}");
+            errln!("coral: {n}");
         }
     }
     Ok(coral)
@@ -133,10 +143,10 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
 /// disk) and what closing could not do without losing anything.
 fn finish(coral: Coral) -> Result<(), Failure> {
     if let Some(why) = coral.unrecorded() {
-        eprintln!("coral: note: {why}");
+        errln!("coral: note: {why}");
     }
     for warning in coral.close()? {
-        eprintln!("coral: warning: {warning}");
+        errln!("coral: warning: {warning}");
     }
     Ok(())
 }
@@ -429,7 +439,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 print_json(&v);
                 0
             } else {
-                eprintln!("coral: no memory with id {id}");
+                errln!("coral: no memory with id {id}");
                 1
             };
             finish(coral)?;
@@ -517,7 +527,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else if ok {
                 outln!("deleted {id}");
             } else {
-                eprintln!("coral: no memory with id {id}");
+                errln!("coral: no memory with id {id}");
             }
             finish(coral)?;
             Ok(if ok { 0 } else { 1 })
@@ -656,7 +666,7 @@ fn insert_stream(
     })?;
     coral.flush()?;
     if failures > 0 {
-        eprintln!("coral: {failures} line(s) were not inserted (see the error lines)");
+        errln!("coral: {failures} line(s) were not inserted (see the error lines)");
         return Ok(1);
     }
     Ok(0)

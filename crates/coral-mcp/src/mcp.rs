@@ -115,14 +115,14 @@ pub fn serve(coral: Coral) -> anyhow::Result<()> {
         let running = match server.serve(transport).await {
             Ok(running) => running,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
-                eprintln!("coral: the client closed stdin before initialize");
+                errln!("coral: the client closed stdin before initialize");
                 return anyhow::Ok(());
             }
             Err(e) => return Err(e).context("MCP initialisation failed"),
         };
-        eprintln!("coral: MCP server {SERVER_NAME} ready on stdio");
+        errln!("coral: MCP server {SERVER_NAME} ready on stdio");
         let reason = running.waiting().await.context("MCP server task failed")?;
-        eprintln!("coral: MCP session ended ({reason:?})");
+        errln!("coral: MCP session ended ({reason:?})");
         anyhow::Ok(())
     });
     // Dropping the runtime's tasks drops the last handles on the writer's queue.
@@ -133,7 +133,7 @@ pub fn serve(coral: Coral) -> anyhow::Result<()> {
             .context("closing the memory store")
             .map(|warnings| {
                 for warning in warnings {
-                    eprintln!("coral: warning: {warning}");
+                    errln!("coral: warning: {warning}");
                 }
             }),
         Err(coral) => coral.flush().context("checkpointing the memory store"),
@@ -147,7 +147,7 @@ pub fn serve(coral: Coral) -> anyhow::Result<()> {
     closed?;
     if let Err(e) = written {
         // The client closed its end first: nothing is lost that it could still read.
-        eprintln!("coral: {e:#}");
+        errln!("coral: {e:#}");
     }
     Ok(())
 }

@@ -230,7 +230,7 @@ impl Transport<RoleServer> for StdioTransport {
             // `recv` is cancel-safe and nothing below awaits, as rmcp's select! needs.
             let message = self.incoming.recv().await?;
             if !self.requested && !matches!(message, JsonRpcMessage::Request(_)) {
-                eprintln!("coral: ignored a notification or response sent before initialize");
+                errln!("coral: ignored a notification or response sent before initialize");
                 continue;
             }
             self.requested = true;
@@ -292,7 +292,7 @@ fn read_loop<R: Read>(
             Ok(Some(f)) => f,
             Ok(None) => return,
             Err(e) => {
-                eprintln!("coral: reading stdin failed: {e}");
+                errln!("coral: reading stdin failed: {e}");
                 return;
             }
         };

@@ -93,12 +93,12 @@ fn open(cli: &Cli) -> Result<Threads, Failure> {
     }
     if !cli.quiet {
         for w in &loaded.warnings {
-            eprintln!("coral: {w}");
+            errln!("coral: {w}");
         }
     }
     let threads = Threads::open(&loaded.config)?;
     if !cli.quiet && threads.unreadable_entries() > 0 {
-        eprintln!(
+        errln!(
             "coral: {} entr(ies) of {} are not readable threads; kept as they are",
             threads.unreadable_entries(),
             threads.path().display()
@@ -229,7 +229,7 @@ fn advance_stream(
         })
     })?;
     if failures > 0 {
-        eprintln!("coral: {failures} line(s) were not recorded (see the error lines)");
+        errln!("coral: {failures} line(s) were not recorded (see the error lines)");
         return Ok(1);
     }
     Ok(0)

@@ -274,10 +274,10 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
     if !cli.quiet {
         // Said out loud: damage the open contained, and a timeline that records nothing.
         for repair in coral.timeline_repairs() {
-            eprintln!("coral: repaired: {repair}");
+            errln!("coral: repaired: {repair}");
         }
         if let Some(why) = coral.timeline_read_only() {
-            eprintln!("coral: note: timeline: {why}");
+            errln!("coral: note: timeline: {why}");
         }
     }
     crate::finish(coral)?;
@@ -288,7 +288,7 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
     }
     // Reads answer failures with a status; the command says so with its exit code.
     if result["ok"] == json!(false) {
-        eprintln!(
+        errln!(
             "coral: {}: {}",
             result["status"].as_str().unwrap_or("failed"),
             result["message"].as_str().unwrap_or_default()

@@ -6,6 +6,7 @@
 //! under it again only if every member is still there. Any failure skips that cluster and
 //! changes nothing; eviction then does what is left.
 
+use std::io::Write as _;
 use std::sync::Mutex;
 
 use coral_embed::{item_id, text_features, token_count};
@@ -394,7 +395,8 @@ impl Coral {
                 plan.ratio * 100.0,
                 s.max_bytes
             );
-            eprintln!("coral: warning: {message}");
+            // Never a panic when stderr cannot be written.
+            let _ = writeln!(std::io::stderr(), "coral: warning: {message}");
             self.governance.update(|g| {
                 g.disk_warning = Some(message);
                 g.disk_warnings += 1;

@@ -34,7 +34,7 @@ pub(crate) struct Reloader {
     path: PathBuf,
     dirty: Arc<AtomicBool>,
     state: Mutex<ReloadState>,
-    _watcher: Option<notify::RecommendedWatcher>,
+    watcher: Option<notify::RecommendedWatcher>,
 }
 
 impl Reloader {
@@ -66,7 +66,7 @@ impl Reloader {
                 fingerprint: fingerprint(path),
                 ..ReloadState::default()
             }),
-            _watcher: watcher,
+            watcher,
         }
     }
 
@@ -87,6 +87,17 @@ impl Reloader {
     /// Settings changed in the file that only a restart applies.
     pub(crate) fn restart_needed(&self) -> Vec<String> {
         self.state().restart_needed.clone()
+    }
+}
+
+impl Drop for Reloader {
+    fn drop(&mut self) {
+        // notify's inotify watcher unwraps the write that wakes its thread when it is dropped;
+        // a failed write (seen under injected I/O faults) would panic in our drop and turn a
+        // clean exit into exit code 101. Stopping the watcher cannot lose anything.
+        if let Some(w) = self.watcher.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(w)));
+        }
     }
 }
 
