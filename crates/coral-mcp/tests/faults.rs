@@ -321,7 +321,7 @@ fn timeline_writes_under_injected_faults_lose_nothing_acknowledged() {
         for t in 0..8 {
             let turn = format!("run{n}-turn{t}");
             let base = json!({"user_id": "host", "conversation_id": "faults", "turn_id": turn});
-            let mut with = |extra: Value| {
+            let with = |extra: Value| {
                 let mut a = base.clone();
                 a.as_object_mut()
                     .unwrap()
