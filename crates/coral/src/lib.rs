@@ -45,8 +45,9 @@ pub use config::{
 };
 pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
 pub use coral_embed::{
-    Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
-    hub_repo_dir, item_id, model_spec,
+    Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
+    UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
+    model_spec,
 };
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
