@@ -2,8 +2,7 @@
 //! features, summed per sentence; then the output layers into the L2-normalised vector.
 //!
 //! Rows of several sentences (or pieces of one long sentence) run together, so each weight
-//! matrix is streamed once per batch of rows (matrixmultiply's sgemm through ndarray, which
-//! picks AVX2/FMA kernels at run time). A window slot outside its own segment reads zeros, which
+//! matrix is streamed once per batch of rows (`gemm`, on weights packed at load). A window slot outside its own segment reads zeros, which
 //! is the model's zero padding at sentence edges. A token's features depend on the tokens at
 //! most [`HALO`] away (two layers of windows reaching two tokens either side), so a long
 //! sentence can be cut into segments that carry `HALO` extra tokens on each side: their own
@@ -11,9 +10,7 @@
 
 use std::ops::Range;
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, ShapeBuilder};
-
+use super::gemm::matmul;
 use super::weights::{Branch, CNN, DIM, EMBED, FEATURES, HIDDEN, Weights};
 
 /// How far a token's features reach: two layers, each reaching two tokens either way.
@@ -29,31 +26,6 @@ pub(crate) struct Segment<'a> {
     pub ids: &'a [u32],
     /// The rows of `ids` whose features this segment adds.
     pub own: Range<usize>,
-}
-
-/// `out = beta * out + a · b` for row-major `a` (`m × k`, rows `lda` apart), `b` (`k × n`,
-/// contiguous) and `out` (`m × n`, rows `ldo` apart).
-#[allow(clippy::too_many_arguments)] // a BLAS signature: splitting it would hide the strides
-fn gemm(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[f32],
-    lda: usize,
-    b: &[f32],
-    out: &mut [f32],
-    ldo: usize,
-    beta: f32,
-) {
-    if m == 0 {
-        return;
-    }
-    // The callers size every buffer from the same m, k, n; a failure here is a bug in this file.
-    let a = ArrayView2::from_shape((m, k).strides((lda, 1)), a).expect("lhs fits its buffer");
-    let b = ArrayView2::from_shape((k, n), &b[..k * n]).expect("rhs fits its buffer");
-    let mut c =
-        ArrayViewMut2::from_shape((m, n).strides((ldo, 1)), out).expect("out fits its buffer");
-    general_mat_mul(1.0, &a, &b, beta, &mut c);
 }
 
 /// Layer norm of one row, in place (numpy's order of operations).
@@ -72,6 +44,7 @@ fn layer_norm(row: &mut [f32], gain: &[f32], bias: &[f32], eps: f32) {
 }
 
 /// Per row: the rows `[lo, hi)` of its own segment, the only ones its windows may read.
+#[derive(Debug, Default)]
 struct Bounds {
     lo: Vec<usize>,
     hi: Vec<usize>,
@@ -112,14 +85,41 @@ fn relu_bias_residual(
     }
 }
 
+/// The buffers of one batch, kept between batches so that steady embedding does not allocate
+/// (and so that freed megabytes do not pile up in the allocator's per-thread arenas).
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    feats: Vec<f32>,
+    x: Vec<f32>,
+    window: Vec<f32>,
+    h: Vec<f32>,
+    bounds: Bounds,
+}
+
+/// `v` resized to `len` zeros, reusing its allocation.
+fn zeroed(v: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    v.clear();
+    v.resize(len, 0.0);
+    v
+}
+
 /// Each segment's sum of its own rows' features (`segments.len() × FEATURES`).
-pub(crate) fn feature_sums(w: &Weights, segments: &[Segment<'_>]) -> Vec<f32> {
+pub(crate) fn feature_sums(
+    w: &Weights,
+    segments: &[Segment<'_>],
+    scratch: &mut Scratch,
+) -> Vec<f32> {
     let rows: usize = segments.iter().map(|s| s.ids.len()).sum();
-    let mut bounds = Bounds {
-        lo: Vec::with_capacity(rows),
-        hi: Vec::with_capacity(rows),
-    };
-    let mut feats = vec![0.0f32; rows * FEATURES];
+    let Scratch {
+        feats,
+        x,
+        window,
+        h,
+        bounds,
+    } = scratch;
+    bounds.lo.clear();
+    bounds.hi.clear();
+    let feats = zeroed(feats, rows * FEATURES);
     let mut r = 0;
     for s in segments {
         let start = r;
@@ -133,10 +133,8 @@ pub(crate) fn feature_sums(w: &Weights, segments: &[Segment<'_>]) -> Vec<f32> {
 
     // The three branches' projections, layer-normed together.
     let proj_w = 3 * CNN;
-    let mut x = vec![0.0f32; rows * proj_w];
-    gemm(
-        rows, EMBED, proj_w, &feats, FEATURES, &w.proj, &mut x, proj_w, 0.0,
-    );
+    let x = zeroed(x, rows * proj_w);
+    matmul(w.arch, rows, feats, FEATURES, &w.proj, x, proj_w, false);
     for row in x.chunks_exact_mut(proj_w) {
         for (v, b) in row.iter_mut().zip(&w.proj_b) {
             *v += b;
@@ -145,30 +143,28 @@ pub(crate) fn feature_sums(w: &Weights, segments: &[Segment<'_>]) -> Vec<f32> {
     }
 
     let widest = w.branches.iter().map(|b| b.order).max().unwrap_or(1) * CNN;
-    let mut window = vec![0.0f32; rows * widest];
-    let mut h = vec![0.0f32; rows * CNN];
+    let window = zeroed(window, rows * widest);
+    let h = zeroed(h, rows * CNN);
     for (i, branch) in w.branches.iter().enumerate() {
         let k = branch.order * CNN;
         let window = &mut window[..rows * k];
-        gather(&x, proj_w, i * CNN, branch, &bounds, window);
-        gemm(rows, k, CNN, window, k, &branch.w1, &mut h, CNN, 0.0);
-        relu_bias_residual(&mut h, CNN, &branch.b1, &x[i * CNN..], proj_w, rows);
-        gather(&h, CNN, 0, branch, &bounds, window);
+        gather(x, proj_w, i * CNN, branch, bounds, window);
+        matmul(w.arch, rows, window, k, &branch.w1, h, CNN, false);
+        relu_bias_residual(h, CNN, &branch.b1, &x[i * CNN..], proj_w, rows);
+        gather(h, CNN, 0, branch, bounds, window);
         let out = &mut feats[EMBED + i * CNN..];
-        gemm(rows, k, CNN, window, k, &branch.w2, out, FEATURES, 0.0);
-        relu_bias_residual(out, FEATURES, &branch.b2, &h, CNN, rows);
+        matmul(w.arch, rows, window, k, &branch.w2, out, FEATURES, false);
+        relu_bias_residual(out, FEATURES, &branch.b2, h, CNN, rows);
     }
 
     let mut sums = vec![0.0f32; segments.len() * FEATURES];
     let mut r = 0;
     for (s, sum) in segments.iter().zip(sums.chunks_exact_mut(FEATURES)) {
-        for t in 0..s.ids.len() {
+        for t in s.own.clone() {
             let row = &mut feats[(r + t) * FEATURES..(r + t + 1) * FEATURES];
-            if s.own.contains(&t) {
-                layer_norm(row, &w.ln_g, &w.ln_b, w.eps);
-                for (acc, v) in sum.iter_mut().zip(row.iter()) {
-                    *acc += v;
-                }
+            layer_norm(row, &w.ln_g, &w.ln_b, w.eps);
+            for (acc, v) in sum.iter_mut().zip(row.iter()) {
+                *acc += v;
             }
         }
         r += s.ids.len();
@@ -180,7 +176,7 @@ pub(crate) fn feature_sums(w: &Weights, segments: &[Segment<'_>]) -> Vec<f32> {
 pub(crate) fn sentence_vectors(w: &Weights, sums: &[f32], lens: &[usize]) -> Vec<Vec<f32>> {
     let n = lens.len();
     let mut m = vec![0.0f32; n * DIM];
-    gemm(n, FEATURES, DIM, sums, FEATURES, &w.cnn_w, &mut m, DIM, 0.0);
+    matmul(w.arch, n, sums, FEATURES, &w.cnn_w, &mut m, DIM, false);
     for (row, &len) in m.chunks_exact_mut(DIM).zip(lens) {
         let len = len as f32;
         let inv = 1.0 / len.sqrt();
@@ -190,18 +186,18 @@ pub(crate) fn sentence_vectors(w: &Weights, sums: &[f32], lens: &[usize]) -> Vec
     }
     let relu = |v: &mut [f32]| v.iter_mut().for_each(|x| *x = x.max(0.0));
     let mut y0 = vec![0.0f32; n * HIDDEN];
-    gemm(n, DIM, HIDDEN, &m, DIM, &w.d0, &mut y0, HIDDEN, 0.0);
+    matmul(w.arch, n, &m, DIM, &w.d0, &mut y0, HIDDEN, false);
     relu(&mut y0);
     let mut y1 = vec![0.0f32; n * HIDDEN];
-    gemm(n, DIM, HIDDEN, &m, DIM, &w.p1, &mut y1, HIDDEN, 0.0);
-    gemm(n, HIDDEN, HIDDEN, &y0, HIDDEN, &w.d1, &mut y1, HIDDEN, 1.0);
+    matmul(w.arch, n, &m, DIM, &w.p1, &mut y1, HIDDEN, false);
+    matmul(w.arch, n, &y0, HIDDEN, &w.d1, &mut y1, HIDDEN, true);
     relu(&mut y1);
     let mut y2 = vec![0.0f32; n * DIM];
-    gemm(n, HIDDEN, DIM, &y1, HIDDEN, &w.d2, &mut y2, DIM, 0.0);
+    matmul(w.arch, n, &y1, HIDDEN, &w.d2, &mut y2, DIM, false);
     relu(&mut y2);
     let mut z = vec![0.0f32; n * DIM];
-    gemm(n, HIDDEN, DIM, &y1, HIDDEN, &w.p3, &mut z, DIM, 0.0);
-    gemm(n, DIM, DIM, &y2, DIM, &w.d3, &mut z, DIM, 1.0);
+    matmul(w.arch, n, &y1, HIDDEN, &w.p3, &mut z, DIM, false);
+    matmul(w.arch, n, &y2, DIM, &w.d3, &mut z, DIM, true);
     z.chunks_exact(DIM)
         .map(|row| {
             let mut v: Vec<f32> = row.iter().map(|x| x.tanh()).collect();

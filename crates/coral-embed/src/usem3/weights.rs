@@ -1,9 +1,11 @@
 //! USE multilingual v3's parameters, read from the package's `weights.npz`: the uint8
 //! embedding table (kept quantised, 65 MB, each row dequantised when a token needs it) and
-//! the float32 matrices of the CNN and the output layers, every shape checked.
+//! the float32 matrices of the CNN and the output layers (13 MB, packed for `gemm`), every
+//! shape checked.
 
 use std::path::Path;
 
+use super::gemm::Packed;
 use super::npy;
 use super::zip::ZipArchive;
 
@@ -32,12 +34,12 @@ pub(crate) struct Branch {
     pub order: usize,
     /// How many of them lie before the token.
     pub left: usize,
-    /// `order * CNN × CNN`, row-major.
-    pub w1: Vec<f32>,
+    /// `order * CNN × CNN`.
+    pub w1: Packed,
     /// `CNN`.
     pub b1: Vec<f32>,
     /// `order * CNN × CNN`.
-    pub w2: Vec<f32>,
+    pub w2: Packed,
     /// `CNN`.
     pub b2: Vec<f32>,
 }
@@ -52,7 +54,7 @@ pub(crate) struct Weights {
     /// Per block offset.
     pub lo: Vec<f32>,
     /// The three branches' input projections side by side: `EMBED × 3 * CNN`.
-    pub proj: Vec<f32>,
+    pub proj: Packed,
     /// `3 * CNN`.
     pub proj_b: Vec<f32>,
     /// Layer norm over the three projections together: gain and bias, `3 * CNN` each.
@@ -66,23 +68,25 @@ pub(crate) struct Weights {
     /// See `ln_g`.
     pub ln_b: Vec<f32>,
     /// `FEATURES × DIM`: the pooled features' projection.
-    pub cnn_w: Vec<f32>,
+    pub cnn_w: Packed,
     /// `DIM`, added once per token.
     pub cnn_b: Vec<f32>,
     /// `DIM × HIDDEN`.
-    pub d0: Vec<f32>,
+    pub d0: Packed,
     /// `DIM × HIDDEN`.
-    pub p1: Vec<f32>,
+    pub p1: Packed,
     /// `HIDDEN × HIDDEN`.
-    pub d1: Vec<f32>,
+    pub d1: Packed,
     /// `HIDDEN × DIM`.
-    pub d2: Vec<f32>,
+    pub d2: Packed,
     /// `HIDDEN × DIM`.
-    pub p3: Vec<f32>,
+    pub p3: Packed,
     /// `DIM × DIM`.
-    pub d3: Vec<f32>,
+    pub d3: Packed,
     /// Layer-norm and normalisation epsilon.
     pub eps: f32,
+    /// The SIMD instructions this machine has.
+    pub arch: pulp::Arch,
 }
 
 impl Weights {
@@ -95,15 +99,31 @@ impl Weights {
             if found != shape {
                 return Err(format!("{name} has shape {found:?}, expected {shape:?}"));
             }
+            if !values.iter().all(|v| v.is_finite()) {
+                return Err(format!("{name} holds values that are not finite numbers"));
+            }
             Ok(values)
         };
-        let scale = floats("scale", &[BLOCKS])?;
-        let lo = floats("lo", &[BLOCKS])?;
-        let eps = floats("eps", &[])?[0];
+        let mut matrix = |name: &str, k: usize, n: usize| -> Result<Packed, String> {
+            Packed::new(&floats(name, &[k, n])?, k, n).map_err(|e| format!("{name}: {e}"))
+        };
+        let cnn_w = matrix("cnn_W", FEATURES, DIM)?;
+        let d0 = matrix("d0", DIM, HIDDEN)?;
+        let p1 = matrix("p1", DIM, HIDDEN)?;
+        let d1 = matrix("d1", HIDDEN, HIDDEN)?;
+        let d2 = matrix("d2", HIDDEN, DIM)?;
+        let p3 = matrix("p3", HIDDEN, DIM)?;
+        let d3 = matrix("d3", DIM, DIM)?;
+        let mut w1 = Vec::new();
+        let mut w2 = Vec::new();
+        for &(order, _) in &ORDERS {
+            w1.push(matrix(&format!("w1_{order}"), order * CNN, CNN)?);
+            w2.push(matrix(&format!("w2_{order}"), order * CNN, CNN)?);
+        }
         let mut proj = vec![0.0; EMBED * 3 * CNN];
         let (mut proj_b, mut ln1_g, mut ln1_b) = (Vec::new(), Vec::new(), Vec::new());
         let mut branches = Vec::new();
-        for (i, &(order, left)) in ORDERS.iter().enumerate() {
+        for (i, ((&(order, left), w1), w2)) in ORDERS.iter().zip(w1).zip(w2).enumerate() {
             let part = floats(&format!("proj{order}"), &[EMBED, CNN])?;
             for (row, chunk) in part.chunks_exact(CNN).enumerate() {
                 let at = row * 3 * CNN + i * CNN;
@@ -115,32 +135,37 @@ impl Weights {
             branches.push(Branch {
                 order,
                 left,
-                w1: floats(&format!("w1_{order}"), &[order * CNN, CNN])?,
+                w1,
                 b1: floats(&format!("b1_{order}"), &[CNN])?,
-                w2: floats(&format!("w2_{order}"), &[order * CNN, CNN])?,
+                w2,
                 b2: floats(&format!("b2_{order}"), &[CNN])?,
             });
         }
+        let eps = floats("eps", &[])?[0];
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(format!("its epsilon is {eps}, not a small positive number"));
+        }
         let mut weights = Weights {
+            scale: floats("scale", &[BLOCKS])?,
+            lo: floats("lo", &[BLOCKS])?,
             ln_g: floats("ln_g", &[FEATURES])?,
             ln_b: floats("ln_b", &[FEATURES])?,
-            cnn_w: floats("cnn_W", &[FEATURES, DIM])?,
             cnn_b: floats("cnn_b", &[DIM])?,
-            d0: floats("d0", &[DIM, HIDDEN])?,
-            p1: floats("p1", &[DIM, HIDDEN])?,
-            d1: floats("d1", &[HIDDEN, HIDDEN])?,
-            d2: floats("d2", &[HIDDEN, DIM])?,
-            p3: floats("p3", &[HIDDEN, DIM])?,
-            d3: floats("d3", &[DIM, DIM])?,
-            blocks: Vec::new(),
-            scale,
-            lo,
-            proj,
+            proj: Packed::new(&proj, EMBED, 3 * CNN)?,
             proj_b,
             ln1_g,
             ln1_b,
             branches,
+            cnn_w,
+            d0,
+            p1,
+            d1,
+            d2,
+            p3,
+            d3,
             eps,
+            blocks: Vec::new(),
+            arch: pulp::Arch::new(),
         };
         for b in 1..=BLOCKS {
             let name = format!("q{b}");
@@ -153,17 +178,6 @@ impl Weights {
                 ));
             }
             weights.blocks.push(bytes);
-        }
-        let all = [
-            &weights.scale,
-            &weights.lo,
-            &weights.proj,
-            &weights.cnn_w,
-            &weights.d3,
-        ];
-        let eps_ok = weights.eps.is_finite() && weights.eps > 0.0;
-        if !eps_ok || !all.iter().all(|v| v.iter().all(|x| x.is_finite())) {
-            return Err("it holds values that are not finite numbers".into());
         }
         Ok(weights)
     }
@@ -188,14 +202,19 @@ impl Weights {
 
     /// Bytes held by the parameters.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let floats = self.proj.len()
-            + self.cnn_w.len()
-            + self.d0.len()
-            + self.p1.len()
-            + self.d1.len()
-            + self.d2.len()
-            + self.p3.len()
-            + self.d3.len()
+        let floats = [
+            &self.proj,
+            &self.cnn_w,
+            &self.d0,
+            &self.p1,
+            &self.d1,
+            &self.d2,
+            &self.p3,
+            &self.d3,
+        ]
+        .iter()
+        .map(|m| m.len())
+        .sum::<usize>()
             + self
                 .branches
                 .iter()
