@@ -303,7 +303,14 @@ fn fetch_downloads_resumes_checks_and_installs_then_auto_uses_it() {
     let stats: Value = serde_json::from_str(&ok(&home.run(&["--json", "stats"]))).unwrap();
     assert_eq!(stats["stats"]["embedder"], "use-multilingual-v3");
     let note = stats["stats"]["embedder_note"].as_str().unwrap_or_default();
-    assert!(note.contains("Coral uses use-multilingual-v3"), "{note}");
+    assert!(
+        note.contains("all-MiniLM-L6-v2 is not installed, so Coral uses use-multilingual-v3"),
+        "{note}"
+    );
+    assert!(
+        !note.contains("looked for"),
+        "where MiniLM was looked for is noise here: {note}"
+    );
 }
 
 #[test]

@@ -30,12 +30,19 @@ pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String
             Ok(model) => Ok((model, None)),
             Err(Error::Embed(why)) if not_installed(&why) => {
                 if let Some((name, model)) = best_installed(config, &configured)? {
+                    // Where a missing model was looked for is noise here; a missing runtime is
+                    // worth saying.
+                    let reason = match &why {
+                        coral_embed::Error::ModelNotFound { .. } => "is not installed".to_string(),
+                        other => format!("cannot be used ({other})"),
+                    };
                     return Ok((
                         model,
                         Some(format!(
-                            "embedding.embedder is \"auto\" and {configured} cannot be used, so \
-                             Coral uses {name} (dim {}), the best model installed here; set \
-                             embedding.model_name to \"{name}\" to make that the choice. {why}",
+                            "embedding.embedder is \"auto\" and {configured} {reason}, so Coral \
+                             uses {name} (dim {}), the best model installed here; set \
+                             embedding.model_name to \"{name}\" (and embedding.dim to match) to \
+                             make that the choice",
                             coral_embed::model_spec(&name).map_or(0, |m| m.dim)
                         )),
                     ));
