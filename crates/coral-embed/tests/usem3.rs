@@ -314,3 +314,21 @@ fn installing_from_the_wheel_unpacks_checked_files_and_refuses_a_changed_wheel()
     assert!(err.contains("sha256"), "{err}");
     assert!(!fresh.exists());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Any text (any scripts, controls, unassigned code points) gives ids in the vocabulary
+    /// with runs of `<unk>` merged, at most 512 model ids, and a finite unit vector.
+    #[test]
+    fn any_text_gives_valid_ids_and_a_unit_vector(text in "\\PC{0,60}|[\\u{0}-\\u{10FFFF}]{0,30}") {
+        let Some(model) = model() else { return Ok(()) };
+        let ids = model.token_ids(&text);
+        proptest::prop_assert!(ids.iter().all(|&i| i < 128_000), "{ids:?}");
+        proptest::prop_assert!(!ids.windows(2).any(|w| w == [0, 0]), "{ids:?}");
+        proptest::prop_assert!(model.model_ids(&text).len() <= 512);
+        let v = model.embed(&[&text]).unwrap();
+        let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
+        proptest::prop_assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+}

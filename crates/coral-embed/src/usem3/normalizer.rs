@@ -221,6 +221,25 @@ mod tests {
         check(&plain, " a  b ", "▁a▁▁b▁");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_map_and_any_text_never_panic(
+            units in proptest::collection::vec(proptest::num::u32::ANY, 1..64),
+            tail in proptest::collection::vec(proptest::num::u8::ANY, 0..32),
+            text in "\\PC{0,40}",
+        ) {
+            let mut map = ((units.len() * 4) as u32).to_le_bytes().to_vec();
+            for u in &units {
+                map.extend_from_slice(&u.to_le_bytes());
+            }
+            map.extend_from_slice(&tail);
+            if let Ok(n) = Normalizer::new(&map, vec![b"ab".to_vec()]) {
+                let mut out = Vec::new();
+                n.normalize_into(&text, &mut out);
+            }
+        }
+    }
+
     #[test]
     fn refuses_a_broken_map() {
         assert!(Normalizer::new(&[1, 0, 0], Vec::new()).is_err());

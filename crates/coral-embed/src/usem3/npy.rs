@@ -13,9 +13,9 @@ pub(crate) struct Header {
 }
 
 impl Header {
-    /// Number of elements.
-    pub fn count(&self) -> usize {
-        self.shape.iter().product()
+    /// Number of elements, `None` when the shape's product overflows.
+    pub fn count(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 }
 
@@ -83,8 +83,7 @@ pub(crate) fn f32_values(data: &[u8]) -> Result<(Vec<usize>, Vec<f32>), String> 
         "<f8" => 8,
         other => return Err(format!("dtype {other} where float32 was expected")),
     };
-    let count = h.count();
-    if body.len() != count * width {
+    if h.count().and_then(|n| n.checked_mul(width)) != Some(body.len()) {
         return Err(format!(
             "{} data bytes for shape {:?} of {}",
             body.len(),
@@ -110,7 +109,7 @@ pub(crate) fn u8_values(mut data: Vec<u8>) -> Result<(Vec<usize>, Vec<u8>), Stri
     if h.descr != "|u1" {
         return Err(format!("dtype {} where uint8 was expected", h.descr));
     }
-    if data.len() - h.data_offset != h.count() {
+    if Some(data.len() - h.data_offset) != h.count() {
         return Err(format!(
             "{} data bytes for shape {:?} of uint8",
             data.len() - h.data_offset,
@@ -160,6 +159,26 @@ pub(crate) mod tests {
         assert_eq!(values, [1e-12f32]);
         let (shape, bytes) = u8_values(npy("|u1", &[3], &[9, 8, 7])).unwrap();
         assert_eq!((shape, bytes), (vec![3], vec![9, 8, 7]));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(mut bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let _ = header(&bytes);
+            let _ = f32_values(&bytes);
+            // The same after a valid magic and version, so the header text is reached.
+            let mut framed = b"\x93NUMPY\x01\x00".to_vec();
+            framed.append(&mut bytes);
+            let _ = f32_values(&framed);
+            let _ = u8_values(framed);
+        }
+    }
+
+    #[test]
+    fn a_shape_whose_product_overflows_is_an_error() {
+        let huge = npy("<f4", &[usize::MAX / 2, 3], &[0; 8]);
+        assert!(f32_values(&huge).is_err());
+        assert!(u8_values(npy("|u1", &[usize::MAX, 2], &[0; 2])).is_err());
     }
 
     #[test]

@@ -210,6 +210,15 @@ mod tests {
         assert_eq!(model.bos_piece, b"<s>");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            if let Ok(model) = SpModel::parse(&bytes) {
+                let _ = crate::usem3::tokenizer::Tokenizer::new(&model);
+            }
+        }
+    }
+
     #[test]
     fn refuses_what_is_not_a_model() {
         assert!(SpModel::parse(&[]).unwrap_err().contains("no pieces"));

@@ -277,6 +277,24 @@ pub(crate) mod tests {
         assert!(zip.read("nope").unwrap_err().contains("no member nope"));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn damaged_archives_never_panic(at in 0usize..200, byte in proptest::num::u8::ANY, cut in 0usize..220) {
+            let tmp = tempfile::tempdir().unwrap();
+            let path = tmp.path().join("a.zip");
+            let mut bytes = zip_bytes(&[("s.txt", b"stored", false), ("d.bin", &[5u8; 300], true)]);
+            let at = at % bytes.len();
+            bytes[at] ^= byte;
+            bytes.truncate(cut.max(1).min(bytes.len()));
+            std::fs::write(&path, &bytes).unwrap();
+            if let Ok(mut zip) = ZipArchive::open(&path) {
+                let _ = zip.read("s.txt");
+                let _ = zip.read("d.bin");
+            }
+        }
+    }
+
     #[test]
     fn damage_is_an_error_naming_the_member() {
         let tmp = tempfile::tempdir().unwrap();
