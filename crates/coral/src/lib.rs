@@ -51,8 +51,9 @@ pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
 pub use coral_embed::{
-    Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
-    hub_repo_dir, item_id, model_spec,
+    Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
+    UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
+    model_spec,
 };
 pub use coral_score::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
