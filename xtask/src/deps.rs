@@ -8,15 +8,17 @@ use anyhow::{Context, Result, bail};
 
 /// Which of our crates each crate may depend on (normal and build dependencies).
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("coral-score", &[]),
-    ("coral-embed", &[]),
-    ("coral-store", &[]),
-    ("coral-heat", &[]),
-    ("coral-thread", &[]),
-    ("coral-timeline", &["coral-score"]),
+    ("coral-base", &[]),
+    ("coral-score", &["coral-base"]),
+    ("coral-embed", &["coral-base"]),
+    ("coral-store", &["coral-base"]),
+    ("coral-heat", &["coral-base"]),
+    ("coral-thread", &["coral-base"]),
+    ("coral-timeline", &["coral-base", "coral-score"]),
     (
         "coral",
         &[
+            "coral-base",
             "coral-score",
             "coral-embed",
             "coral-store",

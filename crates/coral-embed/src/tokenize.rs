@@ -1,9 +1,7 @@
 //! The tokeniser: NFKC, lower-case, runs of letters and digits, CJK runs also split per char.
 
-use std::borrow::Cow;
-
+use coral_base::{is_cjk, normalize};
 use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 /// Splits text into tokens (SPEC 3.1), keeping order and duplicates.
 ///
@@ -61,52 +59,10 @@ fn emit_run(run: &str, chars: usize, cjk: bool, emit: &mut impl FnMut(&str)) {
     }
 }
 
-/// NFKC then lower-case, borrowing the input whenever it is already in that form.
-fn normalize(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() {
-        return if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(text.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(text)
-        };
-    }
-    let nfkc = match is_nfkc_quick(text.chars()) {
-        IsNormalized::Yes => Cow::Borrowed(text),
-        IsNormalized::No | IsNormalized::Maybe => Cow::Owned(text.nfkc().collect::<String>()),
-    };
-    if nfkc.chars().any(changes_when_lowercased) {
-        Cow::Owned(nfkc.to_lowercase())
-    } else {
-        nfkc
-    }
-}
-
-fn changes_when_lowercased(c: char) -> bool {
-    let mut lower = c.to_lowercase();
-    !(lower.len() == 1 && lower.next() == Some(c))
-}
-
 /// Letters and digits. The U+4E00–U+9FFF block is listed explicitly because the original
 /// tokeniser treated all of it as run characters, assigned or not.
 fn is_run_char(c: char) -> bool {
     c.is_alphanumeric() || ('\u{4E00}'..='\u{9FFF}').contains(&c)
-}
-
-/// Characters that make a run also emit each of its characters: CJK ideographs of every block,
-/// kana and hangul.
-fn is_cjk(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x3400..=0x4DBF
-            | 0x4E00..=0x9FFF
-            | 0xF900..=0xFAFF
-            | 0x2_0000..=0x3_FFFF
-            | 0x3040..=0x30FF
-            | 0x31F0..=0x31FF
-            | 0xAC00..=0xD7AF
-            | 0x1100..=0x11FF
-            | 0x3130..=0x318F
-    )
 }
 
 #[cfg(test)]

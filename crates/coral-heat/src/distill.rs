@@ -2,9 +2,9 @@
 //! summary that replaces them.
 
 use crate::governance::coolest_first;
-use crate::jaccard::set_jaccard_sorted;
 use crate::union_find::UnionFind;
 use crate::{Candidate, HeatParams};
+use coral_base::set_jaccard_sorted;
 
 /// One warm or cold item as distillation sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]

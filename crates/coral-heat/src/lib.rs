@@ -40,7 +40,6 @@
 mod distill;
 mod error;
 mod governance;
-mod jaccard;
 mod llm;
 mod openai;
 mod quota;

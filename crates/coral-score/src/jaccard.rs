@@ -56,31 +56,6 @@ fn hamming(a: &Bitmap, b: &Bitmap) -> u32 {
     }
 }
 
-/// Jaccard similarity `|A ∩ B| / |A ∪ B|` of two sets given as sorted, de-duplicated slices,
-/// `0.0` when both are empty.
-///
-/// Unsorted or duplicated input gives a meaningless value, but still one in `[0, 1]`.
-///
-/// ```
-/// assert_eq!(coral_score::set_jaccard_sorted(&[1, 2, 3], &[2, 3, 4]), 0.5);
-/// assert_eq!(coral_score::set_jaccard_sorted(&[], &[]), 0.0);
-/// ```
-pub fn set_jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
-    let (mut i, mut j, mut inter) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    ratio(inter, a.len() + b.len() - inter)
-}
-
 fn ratio(inter: usize, union: usize) -> f64 {
     if union == 0 {
         0.0
@@ -92,6 +67,7 @@ fn ratio(inter: usize, union: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coral_base::set_jaccard_sorted;
     use proptest::prelude::*;
 
     fn bitmap(bits: &[usize]) -> Bitmap {

@@ -1,9 +1,7 @@
 //! Keyword terms for BM25: NFKC, lower-case, words, and CJK unigrams plus bigrams.
 
-use std::borrow::Cow;
-
+use coral_base::{is_cjk, normalize};
 use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 /// Splits text into BM25 terms, keeping order and duplicates (SPEC 11).
 ///
@@ -87,43 +85,6 @@ impl Run {
             }
         }
     }
-}
-
-/// NFKC then lower-case, borrowing the input whenever it is already in that form.
-fn normalize(text: &str) -> Cow<'_, str> {
-    if text.is_ascii() {
-        return if text.bytes().any(|b| b.is_ascii_uppercase()) {
-            Cow::Owned(text.to_ascii_lowercase())
-        } else {
-            Cow::Borrowed(text)
-        };
-    }
-    let nfkc = match is_nfkc_quick(text.chars()) {
-        IsNormalized::Yes => Cow::Borrowed(text),
-        IsNormalized::No | IsNormalized::Maybe => Cow::Owned(text.nfkc().collect::<String>()),
-    };
-    if nfkc.chars().any(|c| c.is_uppercase()) {
-        Cow::Owned(nfkc.to_lowercase())
-    } else {
-        nfkc
-    }
-}
-
-/// CJK ideographs of every block (all of U+4E00–U+9FFF, assigned or not, as MemCore's
-/// pattern does), kana and hangul: characters that are words on their own.
-fn is_cjk(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x3400..=0x4DBF
-            | 0x4E00..=0x9FFF
-            | 0xF900..=0xFAFF
-            | 0x2_0000..=0x3_FFFF
-            | 0x3040..=0x30FF
-            | 0x31F0..=0x31FF
-            | 0xAC00..=0xD7AF
-            | 0x1100..=0x11FF
-            | 0x3130..=0x318F
-    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Bitmap and set Jaccard against the upstream golden vectors (pairs whose bit lists are known).
 
-use coral_score::{BITMAP_WORDS, Bitmap, bitmap_jaccard, set_jaccard_sorted};
+use coral_base::set_jaccard_sorted;
+use coral_score::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 use serde_json::Value;
 
 fn vectors() -> Value {

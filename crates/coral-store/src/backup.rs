@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::files::{self, StorePaths};
+use coral_base::IoContext;
 
 /// One file of a backup.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +126,7 @@ fn copy_out(paths: &StorePaths, dest: &Path) -> Result<Vec<BackupFile>> {
         let bytes = match std::fs::read(&from) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).at(&from),
+            Err(e) => return Err(e).at(&from).map_err(Into::into),
         };
         files::write_atomic(&dest.join(&name), &bytes, true)?;
         out.push(BackupFile::of(&name, &bytes));
@@ -184,7 +185,7 @@ fn install(paths: &StorePaths, checked: &[(BackupFile, Vec<u8>)]) -> Result<()> 
             None => match std::fs::remove_file(&target) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e).at(&target),
+                Err(e) => return Err(e).at(&target).map_err(Into::into),
             },
         }
     }

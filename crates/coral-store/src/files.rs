@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::value::RawValue;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::item::{Item, to_python_line};
+use coral_base::IoContext;
 
 /// Where each file of a data directory lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,7 +185,10 @@ pub fn temp_file_usage(paths: &StorePaths) -> (usize, u64) {
 
 /// fsync a directory so that renames in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .at(dir)
+        .map_err(Into::into)
 }
 
 /// A line or array element that did not parse: kept verbatim and written back unchanged.
@@ -223,7 +227,7 @@ pub fn read_item_array(path: &Path) -> Result<Loaded> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(e) => return Err(e).at(path),
+        Err(e) => return Err(e).at(path).map_err(Into::into),
     };
     parse_item_array(&bytes, path)
 }
@@ -283,7 +287,7 @@ pub fn read_item_lines(path: &Path) -> Result<Loaded> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(e) => return Err(e).at(path),
+        Err(e) => return Err(e).at(path).map_err(Into::into),
     };
     Ok(parse_item_lines(&bytes, path))
 }
@@ -317,7 +321,7 @@ pub fn read_index(path: &Path) -> Result<Option<Vec<String>>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at(path),
+        Err(e) => return Err(e).at(path).map_err(Into::into),
     };
     serde_json::from_slice(&bytes)
         .map(Some)

@@ -15,8 +15,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::item::{Item, Tier};
+use coral_base::IoContext;
 
 /// One journaled mutation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -572,7 +573,7 @@ impl Journal {
                     ),
                 });
             }
-            return Err(e).at(&self.path);
+            return Err(e).at(&self.path).map_err(Into::into);
         }
         self.len += self.buf.len() as u64;
         self.next_seq = seq;
@@ -641,7 +642,7 @@ impl Journal {
     /// fsync now (nothing to do when not open for writing).
     pub fn sync(&self) -> Result<()> {
         match &self.file {
-            Some(f) => f.sync_data().at(&self.path),
+            Some(f) => f.sync_data().at(&self.path).map_err(Into::into),
             None => Ok(()),
         }
     }

@@ -11,7 +11,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use coral_base::IoContext;
 
 fn open_rw(path: &Path) -> Result<File> {
     OpenOptions::new()
@@ -21,6 +22,7 @@ fn open_rw(path: &Path) -> Result<File> {
         .write(true)
         .open(path)
         .at(path)
+        .map_err(Into::into)
 }
 
 fn dir_of(path: &Path) -> PathBuf {
@@ -54,7 +56,7 @@ impl Attachment {
                     pid: None,
                 });
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(path),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(path).map_err(Into::into),
         }
         let dir = dir_of(path);
         let nanos = std::time::SystemTime::now()
@@ -143,7 +145,7 @@ impl DirLock {
                 dir: dir_of(attach_path),
                 pid: None,
             }),
-            Err(std::fs::TryLockError::Error(e)) => Err(e).at(attach_path),
+            Err(std::fs::TryLockError::Error(e)) => Err(e).at(attach_path).map_err(Into::into),
         }
     }
 

@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::files::{self, Skipped, StorePaths};
 use crate::item::{Item, Tier, to_python_line};
 use crate::journal::{self, Journal, Record, SyncPolicy};
@@ -13,6 +13,7 @@ use crate::lock::{Attachment, WriteLock};
 use crate::npy;
 use crate::pool::{FeatureFn, Pool};
 use crate::sums;
+use coral_base::IoContext;
 
 /// How to open a store.
 #[derive(Clone)]
@@ -325,7 +326,7 @@ fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -> Result<Lo
     let wal_bytes = match std::fs::read(&paths.wal) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).at(&paths.wal),
+        Err(e) => return Err(e).at(&paths.wal).map_err(Into::into),
     };
     let scan = journal::scan(&wal_bytes, None);
     let mut repairs = Vec::new();
@@ -655,7 +656,7 @@ impl Store {
         let meta = match std::fs::metadata(&self.paths.wal) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e).at(&self.paths.wal),
+            Err(e) => return Err(e).at(&self.paths.wal).map_err(Into::into),
         };
         let replaced = meta.as_ref().is_none_or(|m| m.ino() != self.journal.ino());
         let on_disk = meta.map_or(0, |m| m.len());
@@ -832,7 +833,7 @@ impl Store {
             if let Err(e) = written {
                 // A torn archive line would be read back as a skipped entry: cut it off.
                 let _ = f.set_len(before);
-                return Err(e).at(path);
+                return Err(e).at(path).map_err(Into::into);
             }
         }
         // From here the records are durable once the append returns: nothing after it may
@@ -1050,7 +1051,7 @@ impl Store {
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(e).at(&path),
+            Err(e) => return Err(e).at(&path).map_err(Into::into),
         };
         if bytes.len() as u64 <= max_bytes {
             return Ok(0);

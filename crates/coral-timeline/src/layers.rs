@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use chrono_tz::Tz;
-use coral_score::{json_for_model, one_line, push_quoted};
+use coral_base::{json_for_model, one_line, push_quoted};
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -865,7 +865,7 @@ fn squeeze(text: &str) -> String {
 }
 
 /// Every line of `text` indented by two spaces (every Unicode line break starts one, controls
-/// are escaped: `coral_score::push_quoted`), so nothing inside quoted material can pose as a
+/// are escaped: `coral_base::push_quoted`), so nothing inside quoted material can pose as a
 /// header, a date or a role label of the context.
 pub(crate) fn push_indented(out: &mut String, text: &str) {
     push_quoted(out, text, "  ");

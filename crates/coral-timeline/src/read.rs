@@ -793,9 +793,9 @@ impl Timeline {
     }
 }
 
-/// The first 200 characters of `text` on one line (`coral_score::preview`).
+/// The first 200 characters of `text` on one line (`coral_base::preview`).
 pub(crate) fn preview(text: &str) -> String {
-    coral_score::preview(text, 200).0
+    coral_base::preview(text, 200).0
 }
 
 fn range_keys(

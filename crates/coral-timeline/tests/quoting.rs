@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Mutex;
 
-use coral_score::{is_hidden_control, is_line_break};
+use coral_base::{is_hidden_control, is_line_break};
 use coral_timeline::{
     BeginTurn, BrowseRequest, CONTEXT_HEADER, CompleteTurn, ContextRequest, EntryInput,
     LayerSettings, OpenRequest, SummaryLlm, Timeline, ToolExchange, View,

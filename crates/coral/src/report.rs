@@ -180,7 +180,7 @@ impl Coral {
                     importance: item.importance,
                     access_count: item.access_count,
                     last_access: item.last_access,
-                    content: coral_score::preview(&item.content, 60).0,
+                    content: coral_base::preview(&item.content, 60).0,
                 }
             })
             .collect();

@@ -119,9 +119,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
 ];
 
 /// Collapse runs of whitespace to one space, escape control characters and cut at `max` chars
-/// with "…" (`coral_score::preview`, the one quoting rule).
+/// with "…" (`coral_base::preview`, the one quoting rule).
 pub fn summarize(content: &str, max: usize) -> (String, bool) {
-    coral_score::preview(content, max)
+    coral_base::preview(content, max)
 }
 
 fn memory_search(coral: &Coral, args: &Args) -> Result<Value, ToolError> {

@@ -266,17 +266,6 @@ impl<'a> Args<'a> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
     let map = match args {
@@ -286,7 +275,7 @@ fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> 
             return Err(ToolError::InvalidArguments(format!(
                 "{}: arguments must be a JSON object, got {}",
                 tool.name,
-                type_name(other)
+                coral_base::kind_name(other)
             )));
         }
     };
@@ -337,7 +326,7 @@ fn check_value(tool: &str, name: &str, kind: Kind, value: &Value) -> Result<(), 
     let bad = |expected: &str| {
         ToolError::InvalidArguments(format!(
             "{tool}: argument {name:?} must be {expected}, got {} {}",
-            type_name(value),
+            coral_base::kind_name(value),
             crate::echo_json(value)
         ))
     };

@@ -1,14 +1,12 @@
-//! Set Jaccard over sorted, de-duplicated token-hash sets (SPEC 3.2).
-//!
-//! A copy of the kernel in `coral-score`, kept here because the leaf crates do not depend on each
-//! other; a test pins the same edge cases.
+//! Set Jaccard of sorted, de-duplicated token-hash sets: the near-duplicate test on insert and
+//! the clustering of distillation.
 
 use std::cmp::Ordering;
 
 /// `|A ∩ B| / |A ∪ B|` for two sorted, de-duplicated slices; 0 when both are empty.
 ///
 /// Unsorted or duplicated input gives a meaningless (but finite, 0..=1) number, never a panic.
-pub(crate) fn set_jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
+pub fn set_jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
     let (mut i, mut j, mut inter) = (0usize, 0usize, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -48,21 +46,19 @@ mod tests {
 
     #[test]
     fn jaccard_table() {
-        check(&[], &[], 0.0);
-        check(&[1], &[], 0.0);
-        check(&[1, 2, 3], &[1, 2, 3], 1.0);
         check(&[1, 2, 3], &[4, 5], 0.0);
         check(&[1, 2, 3, 4], &[3, 4, 5, 6], 2.0 / 6.0);
         check(&[1, 5, 9], &[5], 1.0 / 3.0);
         check(&[0, u64::MAX], &[u64::MAX], 0.5);
     }
 
-    proptest::proptest! {
-        #[test]
-        fn jaccard_stays_in_range(a in proptest::collection::vec(0u64..50, 0..20),
-                                  b in proptest::collection::vec(0u64..50, 0..20)) {
-            let j = set_jaccard_sorted(&a, &b);
-            proptest::prop_assert!((0.0..=1.0).contains(&j));
-        }
+    #[test]
+    fn edge_cases() {
+        assert_eq!(set_jaccard_sorted(&[], &[]), 0.0);
+        assert_eq!(set_jaccard_sorted(&[1], &[]), 0.0);
+        assert_eq!(set_jaccard_sorted(&[1, 2, 3], &[1, 2, 3]), 1.0);
+        assert_eq!(set_jaccard_sorted(&[1, 2], &[2, 3]), 1.0 / 3.0);
+        let garbage = set_jaccard_sorted(&[3, 1, 1, 2], &[2, 2, 1]);
+        assert!((0.0..=1.0).contains(&garbage));
     }
 }
