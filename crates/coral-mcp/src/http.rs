@@ -17,7 +17,9 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use coral::{Coral, ToolError};
+use coral::Coral;
+
+use crate::tools::{Registry, ToolError};
 use serde_json::{Value, json};
 
 use crate::http_guard::{Guard, GuardOptions};
@@ -37,6 +39,7 @@ pub struct HttpOptions {
 
 struct AppState {
     coral: Arc<Coral>,
+    registry: Arc<Registry>,
 }
 
 fn reply(status: StatusCode, body: Value) -> Response {
@@ -105,7 +108,8 @@ async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     }
     let args = body.get("args").cloned().unwrap_or(Value::Null);
     let coral = Arc::clone(&state.coral);
-    let outcome = tokio::task::spawn_blocking(move || coral.call_tool(&tool, &args)).await;
+    let registry = Arc::clone(&state.registry);
+    let outcome = tokio::task::spawn_blocking(move || registry.call(&coral, &tool, &args)).await;
     match outcome {
         Ok(Ok(result)) => reply(StatusCode::OK, json!({"ok": true, "result": result})),
         Ok(Err(e @ ToolError::UnknownTool(_))) => failure(StatusCode::NOT_FOUND, e.to_string()),
@@ -163,6 +167,11 @@ pub fn check_bind(options: &HttpOptions) -> anyhow::Result<()> {
 /// Serve until SIGINT or SIGTERM, then checkpoint. Prints the bound address on stdout as one
 /// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0.
 pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
+    serve_with(coral, options, Registry::builtin())
+}
+
+/// [`serve`] with the tools of `registry`.
+pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> anyhow::Result<()> {
     check_bind(&options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -172,6 +181,7 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
     let coral = Arc::new(coral);
     let state = Arc::new(AppState {
         coral: Arc::clone(&coral),
+        registry: Arc::new(registry),
     });
     runtime.block_on(async move {
         let addr = SocketAddr::new(options.host, options.port);

@@ -10,16 +10,6 @@ macro_rules! outln {
     };
 }
 
-/// `eprintln!` that never panics: when stderr itself cannot be written (a full disk under a
-/// redirect, a closed pipe) there is nowhere left to report that, and a panic would turn a
-/// clear exit code into 101.
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 /// `print!` with the same behaviour as [`outln!`].
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -42,16 +32,13 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 
 mod cli;
 mod config_cmd;
-mod http;
-mod http_guard;
-mod mcp;
 mod model_cmd;
 mod plugin;
-mod stdio_frames;
-mod stdio_transport;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
+
+use coral_mcp::{errln, http, http_guard, mcp};
 
 use std::io::{BufRead, Write};
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! `coral mcp`: the MCP server on stdio, built on the official Rust SDK (rmcp).
 //!
-//! Tools come from the facade's registry (`coral::tools`); calls run on the blocking pool so the
+//! Tools come from a [`Registry`] (the built-in one by default); calls run on the blocking pool so the
 //! synchronous engine never stalls the protocol loop. Stdin and stdout go through
 //! `stdio_transport.rs`, which answers malformed and oversized input itself and accepts
 //! `Content-Length` frames as well as lines. Logs go to stderr only: stdout carries nothing but
@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use coral::{Coral, ToolError};
+use coral::Coral;
+
+use crate::tools::{Registry, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -23,8 +25,9 @@ pub const SERVER_NAME: &str = "coral-memory";
 
 /// The MCP tool list built from the registry: the tools meant for models (the timeline's
 /// host-side writes are served over HTTP only).
-pub fn tool_list() -> Vec<Tool> {
-    coral::tools()
+pub fn tool_list(registry: &Registry) -> Vec<Tool> {
+    registry
+        .tools()
         .iter()
         .filter(|t| t.on_mcp())
         .map(|t| {
@@ -58,6 +61,7 @@ pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, Mc
 #[derive(Clone)]
 struct CoralServer {
     coral: Arc<Coral>,
+    registry: Arc<Registry>,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -86,20 +90,26 @@ impl ServerHandler for CoralServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let coral = Arc::clone(&self.coral);
+        let registry = Arc::clone(&self.registry);
         let name = request.name.to_string();
-        if coral::tools().iter().any(|t| t.name == name && !t.on_mcp()) {
+        if registry.get(&name).is_some_and(|t| !t.on_mcp()) {
             return to_result(Err(ToolError::UnknownTool(name))).map(CallToolResponse::from);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let outcome = tokio::task::spawn_blocking(move || coral.call_tool(&name, &args))
+        let outcome = tokio::task::spawn_blocking(move || registry.call(&coral, &name, &args))
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
         to_result(outcome).map(CallToolResponse::from)
     }
 }
 
-/// Serve until the client closes stdin, then checkpoint and exit.
+/// Serve the built-in tools until the client closes stdin, then checkpoint and exit.
 pub fn serve(coral: Coral) -> anyhow::Result<()> {
+    serve_with(coral, Registry::builtin())
+}
+
+/// [`serve`] with the tools of `registry`.
+pub fn serve_with(coral: Coral, registry: Registry) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -108,7 +118,8 @@ pub fn serve(coral: Coral) -> anyhow::Result<()> {
     let coral = Arc::new(coral);
     let server = CoralServer {
         coral: Arc::clone(&coral),
-        tools: Arc::new(tool_list()),
+        tools: Arc::new(tool_list(&registry)),
+        registry: Arc::new(registry),
     };
     let (transport, writer) = crate::stdio_transport::start(std::io::stdin(), std::io::stdout());
     let session = runtime.block_on(async move {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 /// The plugin source: a JavaScript function `(ctx) => {...}` for `harness.registerTool`.
 pub fn plugin_js(url: &str, token: Option<&str>) -> String {
     // The model-facing tools, as over MCP; the timeline's host-side writes stay off the list.
-    let tools: Vec<Value> = coral::tools()
+    let tools: Vec<Value> = coral_mcp::tools::tools()
         .iter()
         .filter(|t| t.on_mcp())
         .map(|t| {

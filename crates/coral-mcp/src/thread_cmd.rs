@@ -4,6 +4,8 @@
 //! directory lock, so they work while an MCP server runs on the same directory, and several
 //! can run at once (the threads file has its own lock-file protocol).
 
+use coral_mcp::errln;
+
 use clap::Subcommand;
 use coral::{Config, StepView, ThreadStatusReport, ThreadView, Threads};
 use serde_json::{Map, Value, json};

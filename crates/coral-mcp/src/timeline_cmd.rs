@@ -6,8 +6,11 @@
 //! checked the same way and the JSON is the same as over MCP and HTTP. A read that answers
 //! `invalid_filter` or `unavailable` exits 1; an argument the tool refuses exits 2.
 
+use coral_mcp::errln;
+
 use clap::{Args, Subcommand};
-use coral::{Coral, ToolError};
+use coral::Coral;
+use coral_mcp::tools::{CallTool, ToolError};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Cli;

@@ -1,5 +1,6 @@
 //! The `coral` binary end to end: every command, its output, exit codes and errors.
 
+use coral_mcp::tools::CallTool;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -38,7 +38,6 @@ mod search_rrf;
 mod set_paths;
 mod threads;
 pub mod timeline;
-mod tools;
 
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::{
@@ -49,7 +48,7 @@ pub use config::{
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
-pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json};
+pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
 };
@@ -78,4 +77,3 @@ pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::{THREADS_FILE, Threads};
-pub use tools::{Arg, DefaultValue, Kind, ToolDef, ToolError, tools};

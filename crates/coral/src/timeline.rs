@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use coral_embed::Embedder;
 use coral_heat::OpenAiClient;
-use coral_timeline::{Access, Durability, Options, Timeline};
+use coral_timeline::{Access, Durability, Options};
 
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
@@ -81,6 +81,8 @@ pub use coral_timeline::{
     TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View,
     parse_zone,
 };
+/// The timeline crate's items the interface crate's tools use under their own names.
+pub use coral_timeline::{DEFAULT_ID, Error, Timeline, tool_segment, with_ok};
 
 /// How long a timeline opened read-only is used before a call tries to open it writable again.
 pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);

@@ -1,25 +1,28 @@
 //! The tool registry: one implementation per tool, JSON arguments in, JSON result out.
 //!
-//! MCP (`coral mcp`) and HTTP (`coral http`) both dispatch through [`Coral::call_tool`], so every
+//! MCP (`coral mcp`) and HTTP (`coral http`) both dispatch through a [`Registry`], so every
 //! tool behaves the same everywhere. Each tool declares its arguments once ([`Arg`]); the JSON
 //! schema sent to clients and the validation of incoming arguments are both derived from that
-//! declaration, so they cannot drift apart.
+//! declaration, so they cannot drift apart. [`Registry::builtin`] holds Coral's tools; a
+//! program embedding Coral adds its own with [`Registry::register`] and serves them all.
 
 mod config;
 mod memory;
 mod threads;
 mod timeline;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
-use crate::engine::Coral;
+use coral::Coral;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool has this name.
-    #[error("unknown tool {}", crate::echo(.0))]
+    #[error("unknown tool {}", coral::echo(.0))]
     UnknownTool(String),
     /// The arguments are missing, of the wrong type or out of range. Nothing was changed.
     #[error("{0}")]
@@ -30,28 +33,28 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// The same error with its message cut to [`crate::bound_message`]'s size: messages built
+    /// The same error with its message cut to [`coral::bound_message`]'s size: messages built
     /// in the leaf crates may echo a whole argument.
     fn bounded(self) -> Self {
         match self {
-            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(crate::bound_message(m)),
-            ToolError::Failed(m) => ToolError::Failed(crate::bound_message(m)),
+            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(coral::bound_message(m)),
+            ToolError::Failed(m) => ToolError::Failed(coral::bound_message(m)),
             other => other,
         }
     }
 }
 
-impl From<crate::Error> for ToolError {
-    fn from(e: crate::Error) -> Self {
+impl From<coral::Error> for ToolError {
+    fn from(e: coral::Error) -> Self {
         match e {
-            crate::Error::InvalidInput(m) => ToolError::InvalidArguments(m),
-            crate::Error::NotFound(id) => ToolError::InvalidArguments(format!(
+            coral::Error::InvalidInput(m) => ToolError::InvalidArguments(m),
+            coral::Error::NotFound(id) => ToolError::InvalidArguments(format!(
                 "no memory with item_id {}; search first to get a valid id",
-                crate::echo(&id)
+                coral::echo(&id)
             )),
-            crate::Error::ThreadNotFound(id) => ToolError::InvalidArguments(format!(
+            coral::Error::ThreadNotFound(id) => ToolError::InvalidArguments(format!(
                 "no thread with id {}; call thread_status to list the threads",
-                crate::echo(&id)
+                coral::echo(&id)
             )),
             other => ToolError::Failed(other.to_string()),
         }
@@ -114,31 +117,75 @@ pub enum DefaultValue {
     Bool(bool),
 }
 
-type Handler = fn(&Coral, &Args) -> Result<Value, ToolError>;
+/// A tool's body: validated arguments in, a JSON result or an error out.
+pub type ToolFn = dyn Fn(&Coral, &Args) -> Result<Value, ToolError> + Send + Sync;
+
+/// What runs a tool.
+#[derive(Clone)]
+pub enum Handler {
+    /// A function (every built-in tool).
+    Fn(fn(&Coral, &Args) -> Result<Value, ToolError>),
+    /// A closure (tools a program registers).
+    Shared(Arc<ToolFn>),
+}
+
+impl Handler {
+    fn run(&self, coral: &Coral, args: &Args) -> Result<Value, ToolError> {
+        match self {
+            Handler::Fn(f) => f(coral, args),
+            Handler::Shared(f) => f(coral, args),
+        }
+    }
+}
 
 /// One tool.
 #[derive(Clone)]
 pub struct ToolDef {
-    /// Tool name (the original's).
+    /// Tool name (the original's for the built-in tools).
     pub name: &'static str,
     /// Bilingual short description stating the defaults.
     pub description: &'static str,
     /// Declared arguments.
     pub args: &'static [Arg],
-    handler: Handler,
+    /// What runs it.
+    pub handler: Handler,
+    /// Served over HTTP only, not to MCP clients (models): the timeline's write operations are
+    /// for the host application.
+    pub http_only: bool,
 }
 
 impl ToolDef {
+    /// A tool served on both transports, run by `handler` with validated arguments.
+    pub fn new(
+        name: &'static str,
+        description: &'static str,
+        args: &'static [Arg],
+        handler: impl Fn(&Coral, &Args) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> ToolDef {
+        ToolDef {
+            name,
+            description,
+            args,
+            handler: Handler::Shared(Arc::new(handler)),
+            http_only: false,
+        }
+    }
+
+    /// The same tool, served over HTTP only.
+    pub fn http_only(mut self) -> ToolDef {
+        self.http_only = true;
+        self
+    }
+
     /// The JSON schema of the arguments: an object with typed properties, `required` when any
     /// are, and `additionalProperties: false`.
     pub fn input_schema(&self) -> Value {
         object_schema(self.args)
     }
 
-    /// Whether MCP clients (models) see this tool. The timeline's write operations are for
-    /// the host application and are served over HTTP only.
+    /// Whether MCP clients (models) see this tool.
     pub fn on_mcp(&self) -> bool {
-        !timeline::HTTP_ONLY.iter().any(|t| t.name == self.name)
+        !self.http_only
     }
 }
 
@@ -206,8 +253,9 @@ fn arg_schema(a: &Arg) -> Value {
     Value::Object(p)
 }
 
-/// Every tool, in the original's registry order (memory, threads, stats, config, report), then
-/// the timeline's (read tools, then the HTTP-only write operations; see [`ToolDef::on_mcp`]).
+/// Every built-in tool, in the original's registry order (memory, threads, stats, config,
+/// report), then the timeline's (read tools, then the HTTP-only write operations; see
+/// [`ToolDef::on_mcp`]).
 pub fn tools() -> &'static [ToolDef] {
     static ALL: std::sync::OnceLock<Vec<ToolDef>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
@@ -232,6 +280,93 @@ pub fn tools() -> &'static [ToolDef] {
         }
         all
     })
+}
+
+/// The tools a server serves: the built-in ones and any a program registers.
+#[derive(Clone)]
+pub struct Registry {
+    tools: Vec<ToolDef>,
+}
+
+impl Registry {
+    /// Coral's own tools.
+    pub fn builtin() -> Registry {
+        Registry {
+            tools: tools().to_vec(),
+        }
+    }
+
+    /// Add a tool. Its name must be new, 1 to 64 characters of `a-z`, `0-9`, `_` and `-`
+    /// (what every MCP client accepts), and its arguments' names unique.
+    pub fn register(&mut self, tool: ToolDef) -> Result<(), ToolError> {
+        let ok_name = !tool.name.is_empty()
+            && tool.name.len() <= 64
+            && tool
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !ok_name {
+            return Err(ToolError::InvalidArguments(format!(
+                "tool name {} must be 1 to 64 characters of a-z, 0-9, _ and -",
+                coral::echo(tool.name)
+            )));
+        }
+        if self.get(tool.name).is_some() {
+            return Err(ToolError::InvalidArguments(format!(
+                "a tool named {} is already registered",
+                coral::echo(tool.name)
+            )));
+        }
+        let mut names: Vec<&str> = tool.args.iter().map(|a| a.name).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return Err(ToolError::InvalidArguments(format!(
+                "tool {} declares an argument twice",
+                coral::echo(tool.name)
+            )));
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Every tool, in order.
+    pub fn tools(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Run the tool `name` with JSON `args` (an object, or null for none): the arguments are
+    /// checked against its declaration first, and errors and refusals are cut to a bounded
+    /// size.
+    pub fn call(&self, coral: &Coral, name: &str, args: &Value) -> Result<Value, ToolError> {
+        let tool = self
+            .get(name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        let args = validate(tool, args).map_err(ToolError::bounded)?;
+        tool.handler
+            .run(coral, &args)
+            .map(bound_refusal)
+            .map_err(ToolError::bounded)
+    }
+}
+
+/// `coral.call_tool(name, args)`: the built-in tools called from Rust.
+pub trait CallTool {
+    /// Run the built-in tool `name` ([`Registry::call`]).
+    fn call_tool(&self, name: &str, args: &Value) -> Result<Value, ToolError>;
+}
+
+impl CallTool for Coral {
+    fn call_tool(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
+        static BUILTIN: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+        BUILTIN
+            .get_or_init(Registry::builtin)
+            .call(self, name, args)
+    }
 }
 
 /// Validated arguments of one call.
@@ -275,7 +410,7 @@ fn validate<'a>(tool: &ToolDef, args: &'a Value) -> Result<Args<'a>, ToolError> 
             return Err(ToolError::InvalidArguments(format!(
                 "{}: arguments must be a JSON object, got {}",
                 tool.name,
-                coral_base::kind_name(other)
+                coral::kind_name(other)
             )));
         }
     };
@@ -296,7 +431,7 @@ fn check_fields(
             let known: Vec<&str> = args.iter().map(|a| a.name).collect();
             return Err(ToolError::InvalidArguments(format!(
                 "{tool}: unknown argument {}; accepted: {}",
-                crate::echo(&format!("{prefix}{key}")),
+                coral::echo(&format!("{prefix}{key}")),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
@@ -326,8 +461,8 @@ fn check_value(tool: &str, name: &str, kind: Kind, value: &Value) -> Result<(), 
     let bad = |expected: &str| {
         ToolError::InvalidArguments(format!(
             "{tool}: argument {name:?} must be {expected}, got {} {}",
-            coral_base::kind_name(value),
-            crate::echo_json(value)
+            coral::kind_name(value),
+            coral::echo_json(value)
         ))
     };
     match kind {
@@ -376,20 +511,6 @@ fn check_value(tool: &str, name: &str, kind: Kind, value: &Value) -> Result<(), 
     Ok(())
 }
 
-impl Coral {
-    /// Run the tool `name` with JSON `args` (an object, or null for none).
-    pub fn call_tool(&self, name: &str, args: &Value) -> Result<Value, ToolError> {
-        let tool = tools()
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
-        let args = validate(tool, args).map_err(ToolError::bounded)?;
-        (tool.handler)(self, &args)
-            .map(bound_refusal)
-            .map_err(ToolError::bounded)
-    }
-}
-
 /// A result body that says `ok: false` (the timeline's read tools answer refusals so) with
 /// its top-level strings (the message, and echoes of the request such as `timezone`) cut like
 /// [`ToolError`] messages.
@@ -399,7 +520,7 @@ fn bound_refusal(mut body: Value) -> Value {
     {
         for value in fields.values_mut() {
             if let Value::String(text) = value {
-                *text = crate::bound_message(std::mem::take(text));
+                *text = coral::bound_message(std::mem::take(text));
             }
         }
     }

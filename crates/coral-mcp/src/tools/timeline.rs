@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use coral_timeline::{
+use coral::timeline::{
     BeginTurn, BrowseRequest, CompleteTurn, ContextRequest, Detail, EntryInput, Error,
     HistoryFormat, KeywordMatch, Namespace, OpenRequest, Origin, Policy, Projection, ReadRequest,
     RetrieveRequest, TimeHint, TimeRange, Timeline, ToolExchange, View, with_ok,
@@ -17,8 +17,8 @@ use coral_timeline::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
-use crate::engine::{Coral, unix_now};
+use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
+use coral::{Coral, unix_now};
 
 /// Page budget of `read_timeline` when none (or 0) is given: MemCore's default.
 pub const DEFAULT_PAGE_TOKENS: u64 = 12_000;
@@ -77,7 +77,7 @@ const TIMESTAMP: Arg = Arg {
     name: "timestamp",
     kind: Kind::Number {
         min: 0.0,
-        max: crate::MAX_UNIX_TIME,
+        max: coral::MAX_UNIX_TIME,
     },
     required: false,
     description: "when it happened, Unix seconds, default now / 发生时间（Unix 秒），默认现在",
@@ -148,7 +148,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "start_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: crate::MAX_UNIX_TIME,
+            max: coral::MAX_UNIX_TIME,
         },
         required: false,
         description: "start, Unix seconds / 起点（Unix 秒）",
@@ -158,7 +158,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "end_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: crate::MAX_UNIX_TIME,
+            max: coral::MAX_UNIX_TIME,
         },
         required: false,
         description: "end, Unix seconds / 终点（Unix 秒）",
@@ -219,7 +219,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: open_memory,
+        handler: Handler::Fn(open_memory),
+        http_only: false,
     },
     ToolDef {
         name: "retrieve_for_turn",
@@ -308,7 +309,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: retrieve_for_turn,
+        handler: Handler::Fn(retrieve_for_turn),
+        http_only: false,
     },
     ToolDef {
         name: "browse_memory",
@@ -346,7 +348,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: browse_memory,
+        handler: Handler::Fn(browse_memory),
+        http_only: false,
     },
     ToolDef {
         name: "read_timeline",
@@ -414,7 +417,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: read_timeline,
+        handler: Handler::Fn(read_timeline),
+        http_only: false,
     },
 ];
 
@@ -426,7 +430,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
                       turn. Its prefix stays byte-identical between compactions. \
                       宿主：获取可放在当前轮之前的记忆上下文。",
         args: &[TIMEZONE, TENANT, USER, DOMAIN, CONVERSATION],
-        handler: context,
+        handler: Handler::Fn(context),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_compact",
@@ -434,7 +439,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
                       past the roll-up count) with the configured LLM. Nothing due does \
                       nothing; a failure writes nothing. 宿主：执行到期的分层压缩。",
         args: &[TIMEZONE, TENANT, USER, DOMAIN, CONVERSATION],
-        handler: compact,
+        handler: Handler::Fn(compact),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_begin_turn",
@@ -473,7 +479,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             CONVERSATION,
             ACTOR,
         ],
-        handler: begin_turn,
+        handler: Handler::Fn(begin_turn),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_record_tool",
@@ -516,7 +523,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: record_tool,
+        handler: Handler::Fn(record_tool),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_append_action",
@@ -540,7 +548,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: append_action,
+        handler: Handler::Fn(append_action),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_append_observation",
@@ -559,7 +568,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: append_observation,
+        handler: Handler::Fn(append_observation),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_complete_turn",
@@ -586,7 +596,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: complete_turn,
+        handler: Handler::Fn(complete_turn),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_abort_turn",
@@ -600,7 +611,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: abort_turn,
+        handler: Handler::Fn(abort_turn),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_record_entry",
@@ -627,13 +639,15 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             CONVERSATION,
             ACTOR,
         ],
-        handler: record_entry,
+        handler: Handler::Fn(record_entry),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_turn",
         description: "Host: one turn's status, pending calls and settlement. 查看一轮的状态与结算。",
         args: &[TURN_ID, TENANT, USER, DOMAIN, CONVERSATION],
-        handler: turn,
+        handler: Handler::Fn(turn),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_history",
@@ -651,14 +665,16 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: history,
+        handler: Handler::Fn(history),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_metrics",
         description: "Host: turns, results and the tokens settlement saved; damage the open \
                       repaired and why nothing is recorded, if so. 轮次、结果与节省的 token 统计。",
         args: &[CROSS, TENANT, USER, DOMAIN, CONVERSATION],
-        handler: metrics,
+        handler: Handler::Fn(metrics),
+        http_only: true,
     },
     ToolDef {
         name: "timeline_recover",
@@ -677,14 +693,15 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
             DOMAIN,
             CONVERSATION,
         ],
-        handler: recover,
+        handler: Handler::Fn(recover),
+        http_only: true,
     },
 ];
 
 fn namespace(args: &Args) -> Namespace {
     let part = |name: &str| {
         args.str(name)
-            .unwrap_or(coral_timeline::DEFAULT_ID)
+            .unwrap_or(coral::timeline::DEFAULT_ID)
             .to_string()
     };
     Namespace {
@@ -740,7 +757,7 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         other => {
             return Ok(invalid_filter(format!(
                 "detail {} is not full or compact",
-                crate::echo(other)
+                coral::echo(other)
             )));
         }
     };
@@ -965,7 +982,7 @@ fn record_tool(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 
 fn tool_kind(args: &Args, suffix: &str) -> Result<(String, String), ToolError> {
     let name = args.str("tool_name").unwrap_or_default();
-    let segment = coral_timeline::tool_segment(name).map_err(write_error)?;
+    let segment = coral::timeline::tool_segment(name).map_err(write_error)?;
     Ok((name.to_string(), format!("tool.{segment}.{suffix}")))
 }
 

@@ -1,5 +1,6 @@
 //! Config operations and hot reload against a real config file.
 
+use coral_mcp::tools::CallTool;
 use std::path::Path;
 use std::time::Duration;
 
@@ -298,7 +299,7 @@ fn lowering_the_capacity_governs_at_once() {
 }
 
 fn coral_embed_id(i: usize) -> String {
-    coral_embed::item_id(&format!(
+    coral::item_id(&format!(
         "memory {i} 记忆 w{:x} q{:x}",
         i * 7919,
         i * 104_729

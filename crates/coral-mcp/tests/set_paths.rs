@@ -1,6 +1,7 @@
 //! `set_paths` moves every data file, refuses to overwrite, and is idempotent.
 
 use coral::{Coral, PathsUpdate, set_paths};
+use coral_mcp::tools::CallTool;
 
 fn config(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("coral_config.json");

@@ -7,12 +7,13 @@
 //! - It cannot remove more than a small share of the memories with one call: the call answers
 //!   with a preview and changes nothing until it is repeated with `confirm: true`.
 
+use coral_mcp::tools::{CallTool, ToolError};
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 
-use coral::{Config, Coral, InsertOptions, ToolError, tool_may_change};
+use coral::{Config, Coral, InsertOptions, tool_may_change};
 use serde_json::{Value, json};
 
 fn open(dir: &Path, config: Value) -> Coral {

@@ -2,6 +2,7 @@
 //! preview, the timeline's context through the registry) cannot start a line or carry a raw
 //! control character, whatever it holds.
 
+use coral_mcp::tools::CallTool;
 use std::sync::Arc;
 
 use coral::{Config, Coral, HashEmbedder, is_hidden_control, is_line_break};

@@ -4,13 +4,15 @@
 //! the engine's embedder, `browse_memory`, `open_memory` sources) plus the host's
 //! `timeline_context`.
 
+use coral_mcp::tools::{CallTool, ToolError};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::Arc;
 
 use coral::timeline::{LayerSettings, LlmSummaries, Namespace, TimelineError, parse_zone};
-use coral::{Config, Coral, HashEmbedder, ToolError, llm_settings, tools};
+use coral::{Config, Coral, HashEmbedder, llm_settings};
+use coral_mcp::tools::tools;
 use serde_json::{Value, json};
 
 /// A completion server on loopback answering `answers` in order, one connection each, each

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
-use crate::engine::Coral;
+use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
+use coral::Coral;
 
 const THREAD_ID: Arg = Arg {
     name: "thread_id",
@@ -50,7 +50,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             BY,
         ],
-        handler: thread_create,
+        handler: Handler::Fn(thread_create),
+        http_only: false,
     },
     ToolDef {
         name: "thread_status",
@@ -80,7 +81,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 default: None,
             },
         ],
-        handler: thread_status,
+        handler: Handler::Fn(thread_status),
+        http_only: false,
     },
     ToolDef {
         name: "thread_advance",
@@ -104,7 +106,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             BY,
         ],
-        handler: thread_advance,
+        handler: Handler::Fn(thread_advance),
+        http_only: false,
     },
     ToolDef {
         name: "thread_interrupt",
@@ -119,20 +122,23 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 default: None,
             },
         ],
-        handler: thread_interrupt,
+        handler: Handler::Fn(thread_interrupt),
+        http_only: false,
     },
     ToolDef {
         name: "thread_archive",
         description: "Archive a finished thread (hidden from the overview, never deleted). \
                       归档线索（不再出现在概览中，但不会删除）。",
         args: &[THREAD_ID],
-        handler: thread_archive,
+        handler: Handler::Fn(thread_archive),
+        http_only: false,
     },
     ToolDef {
         name: "thread_resume",
         description: "Make an interrupted or archived thread active again. 恢复线索为进行中。",
         args: &[THREAD_ID],
-        handler: thread_resume,
+        handler: Handler::Fn(thread_resume),
+        http_only: false,
     },
     ToolDef {
         name: "thread_link",
@@ -154,7 +160,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 default: None,
             },
         ],
-        handler: thread_link,
+        handler: Handler::Fn(thread_link),
+        http_only: false,
     },
 ];
 

@@ -2,10 +2,12 @@
 //! operations, the model's read tools on the result, argument validation (nested objects and
 //! lists included), and refused writes that leave the database files byte for byte as they were.
 
+use coral_mcp::tools::{CallTool, ToolError};
 use std::path::Path;
 use std::sync::Arc;
 
-use coral::{Config, Coral, HashEmbedder, ToolError, tools};
+use coral::{Config, Coral, HashEmbedder};
+use coral_mcp::tools::tools;
 use serde_json::{Value, json};
 
 fn open(dir: &Path) -> Coral {

@@ -5,7 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use coral::{Arg, Config, Coral, ECHO_CHARS, HashEmbedder, Kind, ToolError, tools};
+use coral::{Config, Coral, ECHO_CHARS, HashEmbedder};
+use coral_mcp::tools::{Arg, CallTool, Kind, ToolError, tools};
 use serde_json::{Value, json};
 
 /// Longest message accepted: the bound of `coral::bound_message` plus its note.

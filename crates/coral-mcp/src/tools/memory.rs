@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
-use crate::engine::{Coral, Insert, InsertOptions, MAX_TOP_K, SearchOptions};
+use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
+use coral::{Coral, Insert, InsertOptions, MAX_TOP_K, SearchOptions};
 
 const ID: Arg = Arg {
     name: "item_id",
@@ -54,7 +54,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             PROJECT,
         ],
-        handler: memory_search,
+        handler: Handler::Fn(memory_search),
+        http_only: false,
     },
     ToolDef {
         name: "memory_insert",
@@ -78,20 +79,23 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             PROJECT,
         ],
-        handler: memory_insert,
+        handler: Handler::Fn(memory_insert),
+        http_only: false,
     },
     ToolDef {
         name: "memory_flush",
         description: "Write a checkpoint of all memory files. Not needed for safety: every write \
                       is already durable. 写入检查点；数据本已持久化，无需为安全而调用。",
         args: &[],
-        handler: memory_flush,
+        handler: Handler::Fn(memory_flush),
+        http_only: false,
     },
     ToolDef {
         name: "memory_delete",
         description: "Delete one memory by id. 按 id 删除一条记忆。",
         args: &[ID],
-        handler: memory_delete,
+        handler: Handler::Fn(memory_delete),
+        http_only: false,
     },
     ToolDef {
         name: "memory_mark_important",
@@ -107,21 +111,23 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 default: Some(DefaultValue::Num(1.0)),
             },
         ],
-        handler: memory_mark_important,
+        handler: Handler::Fn(memory_mark_important),
+        http_only: false,
     },
     ToolDef {
         name: "coral_stats",
         description: "Counts per tier, vectors, embedder, repairs and disk usage. \
                       各层记忆数量、向量、嵌入器、修复记录与磁盘占用。",
         args: &[],
-        handler: coral_stats,
+        handler: Handler::Fn(coral_stats),
+        http_only: false,
     },
 ];
 
 /// Collapse runs of whitespace to one space, escape control characters and cut at `max` chars
-/// with "…" (`coral_base::preview`, the one quoting rule).
+/// with "…" (`coral::preview`, the one quoting rule).
 pub fn summarize(content: &str, max: usize) -> (String, bool) {
-    coral_base::preview(content, max)
+    coral::preview(content, max)
 }
 
 fn memory_search(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
@@ -199,7 +205,7 @@ fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     } else {
         Err(ToolError::InvalidArguments(format!(
             "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
-            crate::echo(id)
+            coral::echo(id)
         )))
     }
 }

@@ -2,6 +2,7 @@
 //! without a timeline (and no file is created), nothing for a healthy one, and a damaged
 //! write-ahead log copied aside, reported, and listed until the copy is deleted.
 
+use coral_mcp::tools::CallTool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

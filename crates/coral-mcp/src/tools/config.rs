@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
-use crate::config_ops::ConfigChange;
-use crate::engine::Coral;
+use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
+use coral::ConfigChange;
+use coral::Coral;
 
 /// The confirmation a change that removes many memories at once needs.
 const CONFIRM: Arg = Arg {
@@ -30,7 +30,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             description: "dotted key or section; omit for everything / 点路径，省略则返回全部",
             default: None,
         }],
-        handler: config_get,
+        handler: Handler::Fn(config_get),
+        http_only: false,
     },
     ToolDef {
         name: "coral_config_set",
@@ -58,7 +59,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             CONFIRM,
         ],
-        handler: config_set,
+        handler: Handler::Fn(config_set),
+        http_only: false,
     },
     ToolDef {
         name: "coral_config_reset",
@@ -76,7 +78,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
             },
             CONFIRM,
         ],
-        handler: config_reset,
+        handler: Handler::Fn(config_reset),
+        http_only: false,
     },
     ToolDef {
         name: "coral_report",
@@ -84,7 +87,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
                       memories closest to eviction, absolute file paths. \
                       健康报告：统计、磁盘、近 14 天每日新增、最可能被淘汰的 5 条、文件路径。",
         args: &[],
-        handler: report,
+        handler: Handler::Fn(report),
+        http_only: false,
     },
 ];
 
