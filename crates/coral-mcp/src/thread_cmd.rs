@@ -97,12 +97,17 @@ fn open(cli: &Cli) -> Result<Threads, Failure> {
         }
     }
     let threads = Threads::open(&loaded.config)?;
-    if !cli.quiet && threads.unreadable_entries() > 0 {
-        eprintln!(
-            "coral: {} entr(ies) of {} are not readable threads; kept as they are",
-            threads.unreadable_entries(),
-            threads.path().display()
-        );
+    if !cli.quiet {
+        if threads.unreadable_entries() > 0 {
+            eprintln!(
+                "coral: {} entr(ies) of {} are not readable threads; kept as they are",
+                threads.unreadable_entries(),
+                threads.path().display()
+            );
+        }
+        for r in threads.repairs() {
+            eprintln!("coral: {r}");
+        }
     }
     Ok(threads)
 }
@@ -206,14 +211,35 @@ pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
             0
         }
     };
-    // Pending (coalesced) changes are written here, so an error can still be reported.
-    threads.flush()?;
+    // The threads file is rewritten here. Every change above is already in the journal
+    // (acknowledged), so a failed rewrite is not a failure of the command: the next process
+    // that opens the threads replays the journal into the file.
+    if let Err(e) = threads.flush()
+        && !cli.quiet
+    {
+        if matches!(command, ThreadCommand::Status { .. }) {
+            // A status writes only what it recovered from ended processes' journals.
+            eprintln!(
+                "coral: nothing was recorded: {e}; the steps shown include ended processes' \
+                 journals, which stay until a process can write {}",
+                threads.path().display()
+            );
+        } else {
+            eprintln!(
+                "coral: {} was not rewritten yet: {e}; the changes are in the thread journal \
+                 and the next process to open the threads writes them",
+                threads.path().display()
+            );
+        }
+    }
     Ok(code)
 }
 
 /// `advance --stdin`: one step per non-empty line, acknowledged by one JSON line each
-/// (`{"ok", "thread_id", "step_id", "seq", "done"}`, or `{"line", "error"}`). Writes are
-/// coalesced as in a server; everything is flushed before the command exits.
+/// (`{"ok", "thread_id", "step_id", "seq", "done"}`, or `{"line", "error"}`), printed only
+/// once the step is in the thread journal, so an acknowledged step survives the process
+/// being killed. Rewrites of the threads file are coalesced as in a server; it is rewritten
+/// before the command exits.
 fn advance_stream(
     threads: &Threads,
     thread_id: &str,

@@ -101,7 +101,7 @@ fn time(map: &mut Map<String, Value>, key: &str) -> Option<Option<f64>> {
     .filter(|t| t.is_none_or(f64::is_finite))
 }
 
-fn thread_from(key: Option<&str>, element: &Value) -> Option<Thread> {
+pub(crate) fn thread_from(key: Option<&str>, element: &Value) -> Option<Thread> {
     let mut map = element.as_object()?.clone();
     let thread_id = match map.remove("thread_id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s,

@@ -28,6 +28,20 @@ pub(crate) struct ThreadSet {
     pub unparsed: Vec<Value>,
 }
 
+/// How to take back one operation: see [`ThreadSet::undo_point`].
+#[derive(Debug)]
+pub(crate) enum Undo {
+    /// The operation created the set's last thread: remove it.
+    Created,
+    /// The operation changed the thread at `index`: restore its scalars and cut its steps
+    /// back to `steps`.
+    Changed {
+        index: usize,
+        steps: usize,
+        scalars: Box<Thread>,
+    },
+}
+
 /// The next `updated_at`: the clock, but strictly after the thread's previous change, so a
 /// local change always wins the merge against the state it was made on even if clocks of two
 /// processes disagree slightly or the clock did not move.
@@ -333,6 +347,68 @@ impl ThreadSet {
     /// Every thread's view, in file order (for equality checks after a reopen).
     pub fn views(&self) -> Vec<ThreadView> {
         self.threads.iter().map(Thread::view).collect()
+    }
+
+    /// What to restore if the operation about to change thread `id` must be taken back (its
+    /// journal record could not be written): the thread's scalar fields and its step count.
+    /// Cheap: the steps are not copied, because operations only append them.
+    pub fn undo_point(&self, id: &str) -> Option<Undo> {
+        let index = self.position(id)?;
+        let t = &self.threads[index];
+        Some(Undo::Changed {
+            index,
+            steps: t.steps.len(),
+            scalars: Box::new(Thread {
+                thread_id: t.thread_id.clone(),
+                title: t.title.clone(),
+                summary: t.summary.clone(),
+                status: t.status.clone(),
+                parent_thread_id: t.parent_thread_id.clone(),
+                steps: Vec::new(),
+                created_at: t.created_at,
+                updated_at: t.updated_at,
+                last_advance_by: t.last_advance_by.clone(),
+                extra: t.extra.clone(),
+            }),
+        })
+    }
+
+    /// Take an operation back: nothing it did remains.
+    pub fn undo(&mut self, undo: Undo) {
+        match undo {
+            Undo::Created => {
+                if let Some(t) = self.threads.pop() {
+                    self.index.remove(&t.thread_id);
+                }
+            }
+            Undo::Changed {
+                index,
+                steps,
+                scalars,
+            } => {
+                let t = &mut self.threads[index];
+                t.steps.truncate(steps);
+                let Thread {
+                    title,
+                    summary,
+                    status,
+                    parent_thread_id,
+                    created_at,
+                    updated_at,
+                    last_advance_by,
+                    extra,
+                    ..
+                } = *scalars;
+                t.title = title;
+                t.summary = summary;
+                t.status = status;
+                t.parent_thread_id = parent_thread_id;
+                t.created_at = created_at;
+                t.updated_at = updated_at;
+                t.last_advance_by = last_advance_by;
+                t.extra = extra;
+            }
+        }
     }
 
     /// Total steps over all threads.

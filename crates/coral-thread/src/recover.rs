@@ -1,0 +1,140 @@
+//! Journals of processes that ended without checkpointing (killed, crashed, or unable to
+//! write): found beside the threads file, told from live ones by their `flock`, claimed by
+//! taking that lock, read, and removed once a checkpoint holds their records.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+use crate::journal::{self, Scan};
+use crate::own_journal::{dir_of, name_prefix, names};
+
+/// A journal of an ended process, locked by this store until a checkpoint holds its records
+/// (or the store closes without one, leaving it to the next process).
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub path: PathBuf,
+    /// Holds the lock.
+    _file: File,
+    /// It had damage or gaps: kept aside as `.corrupt` instead of removed.
+    damaged: bool,
+}
+
+/// Whether `name` is a journal name for `prefix`: `<prefix><pid>-<8 hex digits>`.
+fn is_journal_name(name: &std::ffi::OsStr, prefix: &std::ffi::OsStr) -> bool {
+    let (Some(name), Some(prefix)) = (name.to_str(), prefix.to_str()) else {
+        return false;
+    };
+    let Some(rest) = name.strip_prefix(prefix) else {
+        return false;
+    };
+    let Some((pid, tag)) = rest.split_once('-') else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && tag.len() == 8
+        && tag.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Claim every journal beside `threads_path` whose owner is gone, except `skip` (this store's
+/// own and the ones it already holds), and read it. A journal whose lock is held belongs to a
+/// live store (in this or another process) and is left alone.
+pub(crate) fn claim_ended(threads_path: &Path, skip: &[&Path]) -> Result<Vec<(Claimed, Scan)>> {
+    let dir = dir_of(threads_path);
+    let prefix = name_prefix(threads_path);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).at(dir),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name();
+        if !is_journal_name(&name, &prefix) {
+            continue;
+        }
+        let path = dir.join(&name);
+        if skip.iter().any(|s| *s == path) {
+            continue;
+        }
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue, // removed meanwhile
+            Err(e) => return Err(e).at(&path),
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => continue, // its owner is alive
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(&path),
+        }
+        if !names(&path, &file) {
+            continue; // another process recovered and removed it between our open and lock
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).at(&path)?;
+        let scan = journal::scan(&bytes);
+        out.push((
+            Claimed {
+                damaged: !scan.problems.is_empty(),
+                path,
+                _file: file,
+            },
+            scan,
+        ));
+    }
+    Ok(out)
+}
+
+impl Claimed {
+    /// A checkpoint holds every record: remove the journal, or, when it had damage, move it
+    /// aside to `<name>.<unix time>.corrupt` so the damaged bytes can still be looked at.
+    /// Returns the sentence to report for a moved one.
+    pub(crate) fn finish(self) -> Option<String> {
+        if !self.damaged {
+            let _ = std::fs::remove_file(&self.path);
+            return None;
+        }
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut aside = self.path.clone().into_os_string();
+        aside.push(format!(".{secs}.corrupt"));
+        let aside = PathBuf::from(aside);
+        match std::fs::rename(&self.path, &aside) {
+            Ok(()) => Some(format!(
+                "the damaged journal was kept as {}",
+                aside.display()
+            )),
+            Err(e) => Some(format!(
+                "the damaged journal {} could not be moved aside ({e}); it will be read again",
+                self.path.display()
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn journal_names_are_recognised_exactly() {
+        let prefix = name_prefix(Path::new("d/coral_threads.json"));
+        assert_eq!(prefix, ".coral_threads.json.journal-");
+        let ok = |n: &str| is_journal_name(OsStr::new(n), &prefix);
+        assert!(ok(".coral_threads.json.journal-123-0a1b2c3d"));
+        assert!(!ok(
+            ".coral_threads.json.journal-123-0a1b2c3d.17000.corrupt"
+        ));
+        assert!(!ok(".coral_threads.json.journal-123-0a1b2c3"));
+        assert!(!ok(".coral_threads.json.journal--0a1b2c3d"));
+        assert!(!ok(".coral_threads.json.journal-12x-0a1b2c3d"));
+        assert!(!ok(".other.json.journal-123-0a1b2c3d"));
+        assert!(!ok("coral_threads.json"));
+    }
+}
