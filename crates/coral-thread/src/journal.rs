@@ -12,49 +12,25 @@
 //!   appended. Replaying it follows the file merge's rules (`merge::absorb`), so replaying a
 //!   record twice, or over a file that already has it, changes nothing.
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::codec;
-use crate::model::{Status, Step, Thread};
+use crate::model::{Step, Thread};
 
 const PREFIX: &[u8] = b"{\"crc\":\"";
 const MIDDLE: &[u8] = b"\",\"rec\":";
 /// `PREFIX`, 8 hex digits, `MIDDLE`.
 const HEADER_LEN: usize = PREFIX.len() + 8 + MIDDLE.len();
 
-/// A thread's file element with only some of its steps.
-#[derive(Serialize)]
-struct ThreadDelta<'a> {
-    thread_id: &'a str,
-    title: &'a str,
-    summary: &'a str,
-    status: &'a Status,
-    parent_thread_id: &'a Option<String>,
-    steps: &'a [Step],
-    created_at: f64,
-    updated_at: f64,
-    last_advance_by: &'a str,
-    #[serde(flatten)]
-    extra: &'a Map<String, Value>,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Payload<'a> {
-    Begin { seq: u64 },
-    Thread { seq: u64, thread: ThreadDelta<'a> },
-}
-
-fn encode(payload: &Payload<'_>, buf: &mut Vec<u8>) {
+fn start_line(buf: &mut Vec<u8>) -> (usize, usize) {
     let start = buf.len();
     buf.extend_from_slice(PREFIX);
     buf.extend_from_slice(b"00000000");
     buf.extend_from_slice(MIDDLE);
-    let body = buf.len();
-    // Strings, finite numbers (times are checked finite on the way in) and string-keyed
-    // maps: serialising to memory cannot fail.
-    let _ = serde_json::to_writer(&mut *buf, payload);
+    (start, buf.len())
+}
+
+fn end_line(buf: &mut Vec<u8>, (start, body): (usize, usize)) {
     let crc = crc32fast::hash(&buf[body..]);
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for i in 0..8 {
@@ -63,27 +39,92 @@ fn encode(payload: &Payload<'_>, buf: &mut Vec<u8>) {
     buf.extend_from_slice(b"}\n");
 }
 
-/// Append the line that starts a journal whose next record is `seq`.
-pub(crate) fn encode_begin(seq: u64, buf: &mut Vec<u8>) {
-    encode(&Payload::Begin { seq }, buf);
+/// A JSON value. Strings, finite numbers (times are checked finite on the way in), booleans
+/// and string-keyed maps: writing them to memory cannot fail.
+fn value(buf: &mut Vec<u8>, v: &(impl serde::Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(&mut *buf, v);
 }
 
-/// Append the line of record `seq`: `thread`'s scalars and its last `new_steps` steps.
+/// `,"key":` (the keys are plain ASCII: written as they are, not escaped).
+fn key(buf: &mut Vec<u8>, k: &str) {
+    buf.extend_from_slice(b",\"");
+    buf.extend_from_slice(k.as_bytes());
+    buf.extend_from_slice(b"\":");
+}
+
+fn extra(buf: &mut Vec<u8>, map: &Map<String, Value>) {
+    for (k, v) in map {
+        buf.push(b',');
+        value(buf, k);
+        buf.push(b':');
+        value(buf, v);
+    }
+}
+
+/// Append the line that starts a journal whose next record is `seq`.
+pub(crate) fn encode_begin(seq: u64, buf: &mut Vec<u8>) {
+    let line = start_line(buf);
+    buf.extend_from_slice(b"{\"op\":\"begin\"");
+    key(buf, "seq");
+    value(buf, &seq);
+    buf.push(b'}');
+    end_line(buf, line);
+}
+
+/// Append the line of record `seq`: `thread`'s scalars and its last `new_steps` steps, in the
+/// file's shape. Written by hand rather than through serde's derive: the keys need no
+/// escaping, which takes a fifth off encoding a record (measured on the stress run).
 pub(crate) fn encode_thread(seq: u64, thread: &Thread, new_steps: usize, buf: &mut Vec<u8>) {
+    let line = start_line(buf);
+    buf.extend_from_slice(b"{\"op\":\"thread\"");
+    key(buf, "seq");
+    value(buf, &seq);
+    buf.extend_from_slice(b",\"thread\":{\"thread_id\":");
+    value(buf, &thread.thread_id);
+    key(buf, "title");
+    value(buf, &thread.title);
+    key(buf, "summary");
+    value(buf, &thread.summary);
+    key(buf, "status");
+    value(buf, thread.status.as_str());
+    key(buf, "parent_thread_id");
+    value(buf, &thread.parent_thread_id);
+    key(buf, "steps");
+    buf.push(b'[');
     let steps = &thread.steps[thread.steps.len().saturating_sub(new_steps)..];
-    let delta = ThreadDelta {
-        thread_id: &thread.thread_id,
-        title: &thread.title,
-        summary: &thread.summary,
-        status: &thread.status,
-        parent_thread_id: &thread.parent_thread_id,
-        steps,
-        created_at: thread.created_at,
-        updated_at: thread.updated_at,
-        last_advance_by: &thread.last_advance_by,
-        extra: &thread.extra,
-    };
-    encode(&Payload::Thread { seq, thread: delta }, buf);
+    for (i, s) in steps.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        step(buf, s);
+    }
+    buf.push(b']');
+    key(buf, "created_at");
+    value(buf, &thread.created_at);
+    key(buf, "updated_at");
+    value(buf, &thread.updated_at);
+    key(buf, "last_advance_by");
+    value(buf, &thread.last_advance_by);
+    extra(buf, &thread.extra);
+    buf.extend_from_slice(b"}}");
+    end_line(buf, line);
+}
+
+fn step(buf: &mut Vec<u8>, s: &Step) {
+    buf.extend_from_slice(b"{\"step_id\":");
+    value(buf, &*s.step_id);
+    key(buf, "seq");
+    value(buf, &s.seq);
+    key(buf, "text");
+    value(buf, &*s.text);
+    key(buf, "done");
+    value(buf, &s.done);
+    key(buf, "at");
+    value(buf, &s.at);
+    key(buf, "by");
+    value(buf, &*s.by);
+    extra(buf, &s.extra);
+    buf.push(b'}');
 }
 
 /// One decoded line.
@@ -270,6 +311,33 @@ mod tests {
     }
 
     #[test]
+    fn every_field_and_unknown_key_survives_the_hand_written_encoding() {
+        let file = serde_json::json!([{
+            "thread_id": "t\"1", "title": "line\nbreak \u{2028} 引号\"", "summary": "s\\",
+            "status": "paused", "parent_thread_id": "p",
+            "steps": [{"step_id": "a1", "seq": 1, "text": "x", "done": true, "at": 1.25,
+                       "by": "b", "mood": {"deep": [1, null]}},
+                      {"step_id": "a2", "seq": 2, "text": "\t", "done": false, "at": 2.5e9,
+                       "by": ""}],
+            "created_at": 0.1, "updated_at": 1e-7, "last_advance_by": "🦀", "tags": ["x"]
+        }]);
+        let set = codec::parse(file.to_string().as_bytes(), std::path::Path::new("t")).unwrap();
+        let t = &set.threads[0];
+        let mut buf = Vec::new();
+        encode_begin(1, &mut buf);
+        encode_thread(1, t, 2, &mut buf);
+        encode_thread(2, t, 1, &mut buf);
+        let scan = scan(&buf);
+        assert!(scan.problems.is_empty(), "{:?}", scan.problems);
+        assert_eq!(&scan.records[0], t);
+        assert_eq!(scan.records[1].steps, t.steps[1..]);
+        // And it is the JSON serde writes for the same thread.
+        let line = buf.split(|&b| b == b'\n').nth(1).unwrap();
+        let payload: Value = serde_json::from_slice(&line[HEADER_LEN..line.len() - 1]).unwrap();
+        assert_eq!(payload["thread"], serde_json::to_value(t).unwrap());
+    }
+
+    #[test]
     fn a_torn_tail_is_dropped_silently() {
         let (set, id) = sample();
         let mut buf = journal(&set, &id, 1, 3);
@@ -337,7 +405,7 @@ mod tests {
             assert!(s.records.is_empty());
         }
         let mut buf = Vec::new();
-        encode(&Payload::Begin { seq: 1 }, &mut buf);
+        encode_begin(1, &mut buf);
         let text = String::from_utf8(buf).unwrap().replace("begin", "bogus");
         let s = scan(text.as_bytes());
         assert_eq!(s.problems.len(), 1);

@@ -33,13 +33,19 @@ pub(crate) struct ThreadSet {
 pub(crate) enum Undo {
     /// The operation created the set's last thread: remove it.
     Created,
-    /// The operation changed the thread at `index`: restore its scalars and cut its steps
-    /// back to `steps`.
-    Changed {
-        index: usize,
-        steps: usize,
-        scalars: Box<Thread>,
-    },
+    /// The operation changed an existing thread.
+    Changed(Box<Changed>),
+}
+
+/// A thread's changeable fields before an operation.
+#[derive(Debug)]
+pub(crate) struct Changed {
+    pub index: usize,
+    pub steps: usize,
+    status: Status,
+    parent_thread_id: Option<String>,
+    last_advance_by: String,
+    updated_at: f64,
 }
 
 /// The next `updated_at`: the clock, but strictly after the thread's previous change, so a
@@ -350,27 +356,20 @@ impl ThreadSet {
     }
 
     /// What to restore if the operation about to change thread `id` must be taken back (its
-    /// journal record could not be written): the thread's scalar fields and its step count.
-    /// Cheap: the steps are not copied, because operations only append them.
+    /// journal record could not be written): the fields operations change (status, parent,
+    /// last advancer, `updated_at`) and the step count. Cheap: title, summary and steps are
+    /// not copied, because no operation rewrites them (steps are only appended).
     pub fn undo_point(&self, id: &str) -> Option<Undo> {
         let index = self.position(id)?;
         let t = &self.threads[index];
-        Some(Undo::Changed {
+        Some(Undo::Changed(Box::new(Changed {
             index,
             steps: t.steps.len(),
-            scalars: Box::new(Thread {
-                thread_id: t.thread_id.clone(),
-                title: t.title.clone(),
-                summary: t.summary.clone(),
-                status: t.status.clone(),
-                parent_thread_id: t.parent_thread_id.clone(),
-                steps: Vec::new(),
-                created_at: t.created_at,
-                updated_at: t.updated_at,
-                last_advance_by: t.last_advance_by.clone(),
-                extra: t.extra.clone(),
-            }),
-        })
+            status: t.status.clone(),
+            parent_thread_id: t.parent_thread_id.clone(),
+            last_advance_by: t.last_advance_by.clone(),
+            updated_at: t.updated_at,
+        })))
     }
 
     /// Take an operation back: nothing it did remains.
@@ -381,32 +380,13 @@ impl ThreadSet {
                     self.index.remove(&t.thread_id);
                 }
             }
-            Undo::Changed {
-                index,
-                steps,
-                scalars,
-            } => {
-                let t = &mut self.threads[index];
-                t.steps.truncate(steps);
-                let Thread {
-                    title,
-                    summary,
-                    status,
-                    parent_thread_id,
-                    created_at,
-                    updated_at,
-                    last_advance_by,
-                    extra,
-                    ..
-                } = *scalars;
-                t.title = title;
-                t.summary = summary;
-                t.status = status;
-                t.parent_thread_id = parent_thread_id;
-                t.created_at = created_at;
-                t.updated_at = updated_at;
-                t.last_advance_by = last_advance_by;
-                t.extra = extra;
+            Undo::Changed(c) => {
+                let t = &mut self.threads[c.index];
+                t.steps.truncate(c.steps);
+                t.status = c.status;
+                t.parent_thread_id = c.parent_thread_id;
+                t.last_advance_by = c.last_advance_by;
+                t.updated_at = c.updated_at;
             }
         }
     }

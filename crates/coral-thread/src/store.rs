@@ -488,9 +488,9 @@ impl Shared {
                 let i = st.set.len() - 1;
                 (i, st.set.threads[i].steps.len())
             }
-            Undo::Changed { index, steps, .. } => (
-                *index,
-                st.set.threads[*index].steps.len().saturating_sub(*steps),
+            Undo::Changed(c) => (
+                c.index,
+                st.set.threads[c.index].steps.len().saturating_sub(c.steps),
             ),
         };
         if st.journal.is_none() {
