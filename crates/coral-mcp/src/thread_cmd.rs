@@ -5,7 +5,7 @@
 //! can run at once (the threads file has its own lock-file protocol).
 
 use clap::Subcommand;
-use coral::{Config, StepView, ThreadStatusReport, ThreadView, Threads};
+use coral::{Config, StepView, ThreadStatusReport, ThreadStoreOptions, ThreadView, Threads};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Cli;
@@ -85,7 +85,7 @@ pub enum ThreadCommand {
     },
 }
 
-fn open(cli: &Cli) -> Result<Threads, Failure> {
+fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -96,7 +96,17 @@ fn open(cli: &Cli) -> Result<Threads, Failure> {
             eprintln!("coral: {w}");
         }
     }
-    let threads = Threads::open(&loaded.config)?;
+    let mut options = ThreadStoreOptions {
+        sync: loaded.config.thread_sync_policy(),
+        ..ThreadStoreOptions::default()
+    };
+    if matches!(command, ThreadCommand::Status { .. }) {
+        // A status writes only journals of ended processes it replayed, which can as well
+        // wait for the next writer: it waits for the lock file as long as a live writer's
+        // checkpoint takes, not for a dead writer's lock to turn stale (10 s).
+        options.lock_wait = std::time::Duration::from_secs(1);
+    }
+    let threads = Threads::open_with(loaded.config.threads_path(), options)?;
     if !cli.quiet {
         if threads.unreadable_entries() > 0 {
             eprintln!(
@@ -114,7 +124,7 @@ fn open(cli: &Cli) -> Result<Threads, Failure> {
 
 /// Run one `coral thread` command.
 pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
-    let threads = open(cli)?;
+    let threads = open(cli, command)?;
     let code = match command {
         ThreadCommand::Create {
             title,

@@ -600,7 +600,11 @@ impl Shared {
             }
             st.claimed.push(claimed);
             // Even with nothing new in it, the journal goes only after a checkpoint.
-            st.dirty = true;
+            if !std::mem::replace(&mut st.dirty, true) {
+                // A read found it: wake the writer thread, which sleeps until something is
+                // pending.
+                self.wake.notify_all();
+            }
         }
         Ok(())
     }
@@ -871,6 +875,48 @@ mod tests {
         // The recovered steps were absorbed at open, before the live advance.
         assert_eq!(&ids[..3], &acked[..]);
         assert_eq!(ids[3], *mine.steps.last().unwrap().step_id);
+    }
+
+    #[test]
+    fn a_reader_replays_an_ended_journal_and_its_writer_thread_checkpoints_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let now = Arc::new(Mutex::new(100.0_f64));
+        let at = Arc::clone(&now);
+        let reader = ThreadStore::open_with(
+            &path,
+            StoreOptions {
+                coalesce: Duration::from_millis(10),
+                background_flush: true,
+                clock: Clock::new(move || *at.lock().unwrap()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let (id, acked) = killed_writer(&path, 3);
+        // Within a second of its last look the reader does not look again ...
+        let seen = |r: &ThreadStore| match r.status(Some(&id), false, None).unwrap() {
+            StatusReport::One(v) => v.steps.len(),
+            StatusReport::Many(_) => unreachable!(),
+        };
+        assert_eq!(seen(&reader), 0);
+        // ... after it, the killed writer's steps show, and the writer thread writes them.
+        *now.lock().unwrap() += RESCAN_SECONDS;
+        assert_eq!(seen(&reader), 3);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !journals(dir.path()).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "never checkpointed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let on_file = codec::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+        let ids: Vec<String> = on_file
+            .get(&id)
+            .unwrap()
+            .steps
+            .iter()
+            .map(|s| s.step_id.to_string())
+            .collect();
+        assert_eq!(ids, acked);
     }
 
     #[test]
