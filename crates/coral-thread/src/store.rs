@@ -70,10 +70,13 @@ impl std::fmt::Debug for Clock {
 /// How a [`ThreadStore`] writes.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// At most one write per this window (default 250 ms). Zero writes every change at once.
+    /// At most one write of the threads file per this window (default 250 ms). Zero writes
+    /// every change at once. (Every change is in the journal when its call returns.)
     pub coalesce: Duration,
-    /// Write pending changes from a background thread at the end of the window (default
-    /// true). Without it, pending changes wait for the next call, `flush()` or drop.
+    /// Write the threads file from a background thread, at once when the last write is older
+    /// than the window, else at its end (default true): calls then never wait for the file.
+    /// Without it, the call that finds the window over writes the file itself, and changes in
+    /// the window wait for the next call, `flush()` or drop.
     pub background_flush: bool,
     /// How long a writer waits for the lock file (default 11 s: the stale age plus a margin,
     /// so a lock left by a writer that died just as we started waiting turns stale in time).

@@ -66,11 +66,17 @@ impl Syncer {
                 loop {
                     let stopped = {
                         let guard = bg.stop.lock().unwrap_or_else(|e| e.into_inner());
-                        let (guard, _) = bg
-                            .wake
-                            .wait_timeout(guard, every)
-                            .unwrap_or_else(|e| e.into_inner());
-                        *guard
+                        // Stopped before this thread first ran (a short-lived process): the
+                        // wake-up is gone, and waiting would hold the close for an interval.
+                        if *guard {
+                            true
+                        } else {
+                            let (guard, _) = bg
+                                .wake
+                                .wait_timeout(guard, every)
+                                .unwrap_or_else(|e| e.into_inner());
+                            *guard
+                        }
                     };
                     // A failed fsync is retried at the next tick.
                     if bg.dirty.swap(false, Ordering::AcqRel) && bg.file.sync_data().is_err() {
@@ -100,5 +106,31 @@ impl Drop for Syncer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopping_before_the_thread_ran_does_not_wait_for_the_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Arc::new(File::create(dir.path().join("j")).unwrap());
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Start and stop at once, so the thread has usually not run yet when stopped.
+            for _ in 0..20 {
+                let s = Syncer::start(Arc::clone(&file), Duration::from_secs(3600));
+                s.mark();
+                drop(s);
+            }
+            let _ = done.send(());
+        });
+        // With the wake-up lost, one stop alone waits an hour: fail instead of hanging.
+        assert!(
+            finished.recv_timeout(Duration::from_secs(600)).is_ok(),
+            "a stopped syncer kept waiting for its interval"
+        );
     }
 }
