@@ -415,3 +415,62 @@ fn every_acknowledged_mcp_thread_advance_survives_sigkill() {
     assert_eq!(lost, 0, "seed {seed:#x}: acknowledged steps lost");
     assert_eq!(duplicated, 0, "seed {seed:#x}: steps duplicated");
 }
+
+#[test]
+fn a_killed_writers_journal_moves_with_the_threads_file() {
+    let env = Env::new();
+    let id = env.create("moved after a crash");
+    let mut child = env
+        .command(&["thread", "advance", &id, "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = (0..50).map(|i| format!("before the move {i}\n")).collect();
+    let feeder = Feeder::start(child.stdin.take().unwrap(), lines);
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let acked: HashSet<String> = ack_kill_drain(&mut child, &mut reader, 50, 0, |v| {
+        v["step_id"].as_str().map(String::from)
+    })
+    .into_iter()
+    .collect();
+    feeder.finish();
+    assert_eq!(acked.len(), 50);
+    // Whatever a kill inside a checkpoint left of the lock file: its writer is dead (breaking
+    // such a lock is tested elsewhere).
+    let _ = std::fs::remove_file(env.threads_file().with_file_name("coral_threads.json.lock"));
+    let out = env
+        .command(&["config", "set-paths", "--threads", "elsewhere/threads.json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let old_dir: Vec<String> = std::fs::read_dir(env.threads_file().parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !old_dir.iter().any(|n| n.contains("journal")),
+        "no journal left behind: {old_dir:?}"
+    );
+    let out = env
+        .command(&["thread", "status", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps: HashSet<String> = v["thread"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(acked.is_subset(&steps), "steps lost in the move");
+    let moved = env.dir.path().join("elsewhere");
+    assert!(moved.join("threads.json").exists());
+}

@@ -60,6 +60,7 @@ pub use model::{
     MAX_BY_CHARS, MAX_STEP_CHARS, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, Status, StatusReport,
     StepView, ThreadEntry, ThreadView,
 };
+pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
 pub use store::{Clock, StoreCounters, StoreOptions, ThreadStore};
 pub use sync::SyncPolicy;

@@ -38,6 +38,49 @@ fn is_journal_name(name: &std::ffi::OsStr, prefix: &std::ffi::OsStr) -> bool {
         && tag.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Where every journal file of `from` goes when the threads file moves to `to`: the journals
+/// of every process (live or ended) and damaged ones kept as `.corrupt`, renamed to `to`'s
+/// journal prefix in `to`'s directory, so that the next store on `to` replays the ended
+/// ones. Returns `(old path, new path)` pairs; none when `from` and `to` are the same.
+pub fn journal_moves(from: &Path, to: &Path) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
+    if from == to {
+        return Ok(Vec::new());
+    }
+    let (old_prefix, new_prefix) = (name_prefix(from), name_prefix(to));
+    let (Some(old_prefix), Some(new_prefix)) = (old_prefix.to_str(), new_prefix.to_str()) else {
+        return Ok(Vec::new()); // non-UTF-8 names: no journal of ours can match
+    };
+    let entries = match std::fs::read_dir(dir_of(from)) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(old_prefix)) else {
+            continue;
+        };
+        // `<pid>-<tag>`, possibly followed by `.<time>.corrupt`.
+        let journal = rest.split('.').next().unwrap_or_default();
+        let corrupt = rest.len() > journal.len() && rest.ends_with(".corrupt");
+        let prefixed = format!("{old_prefix}{journal}");
+        if !is_journal_name(
+            std::ffi::OsStr::new(&prefixed),
+            std::ffi::OsStr::new(old_prefix),
+        ) || (rest.len() > journal.len() && !corrupt)
+        {
+            continue;
+        }
+        out.push((
+            dir_of(from).join(&name),
+            dir_of(to).join(format!("{new_prefix}{rest}")),
+        ));
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Claim every journal beside `threads_path` whose owner is gone, except `skip` (this store's
 /// own and the ones it already holds), and read it. A journal whose lock is held belongs to a
 /// live store (in this or another process) and is left alone.
@@ -121,6 +164,46 @@ impl Claimed {
 mod tests {
     use super::*;
     use std::ffi::OsStr;
+
+    #[test]
+    fn journals_move_with_the_threads_file_under_its_new_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("coral_threads.json");
+        let to = dir.path().join("elsewhere/threads.json");
+        for name in [
+            ".coral_threads.json.journal-12-0a1b2c3d",
+            ".coral_threads.json.journal-13-ffffffff.1700000000.corrupt",
+            ".coral_threads.json.journal-13-ffffffff.tmp",
+            ".coral_threads.json.lock",
+            "coral_threads.json",
+        ] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let moves = journal_moves(&from, &to).unwrap();
+        let names: Vec<(String, String)> = moves
+            .iter()
+            .map(|(a, b)| {
+                (
+                    a.file_name().unwrap().to_string_lossy().into_owned(),
+                    b.strip_prefix(dir.path()).unwrap().display().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    ".coral_threads.json.journal-12-0a1b2c3d".to_string(),
+                    "elsewhere/.threads.json.journal-12-0a1b2c3d".to_string()
+                ),
+                (
+                    ".coral_threads.json.journal-13-ffffffff.1700000000.corrupt".to_string(),
+                    "elsewhere/.threads.json.journal-13-ffffffff.1700000000.corrupt".to_string()
+                ),
+            ]
+        );
+        assert!(journal_moves(&from, &from).unwrap().is_empty());
+    }
 
     #[test]
     fn journal_names_are_recognised_exactly() {
