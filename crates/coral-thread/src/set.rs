@@ -114,6 +114,7 @@ impl ThreadSet {
         // (Checking every thread would make an advance O(all steps).)
         loop {
             let id = ids::new_step_id();
+            let id = id.as_str();
             if !thread.steps.iter().any(|s| *s.step_id == *id) {
                 return id.into();
             }
@@ -175,13 +176,13 @@ impl ThreadSet {
         let by = optional(by);
         check_len("by", by, MAX_BY_CHARS)?;
         let done = done.unwrap_or_else(|| looks_completed(note));
-        self.add_step(thread_id, note.to_string(), done, by, now, None)
+        self.add_step(thread_id, note.into(), done, by, now, None)
     }
 
     fn add_step(
         &mut self,
         thread_id: &str,
-        text: String,
+        text: Arc<str>,
         done: bool,
         by: &str,
         now: f64,
@@ -196,7 +197,7 @@ impl ThreadSet {
         t.steps.push(Step {
             step_id,
             seq,
-            text: text.into(),
+            text,
             done,
             at: now,
             by: by.into(),
@@ -229,7 +230,14 @@ impl ThreadSet {
             &text,
             MAX_STEP_CHARS,
         )?;
-        self.add_step(thread_id, text, false, "", now, Some(Status::Interrupted))
+        self.add_step(
+            thread_id,
+            text.into(),
+            false,
+            "",
+            now,
+            Some(Status::Interrupted),
+        )
     }
 
     /// `thread_archive` / `thread_resume`: set the status. Returns whether anything changed

@@ -424,7 +424,7 @@ impl Shared {
 
     fn read<T>(&self, f: impl FnOnce(&ThreadSet) -> Result<T>) -> Result<T> {
         let mut st = self.lock_state();
-        self.refresh(&mut st)?;
+        self.refresh(&mut st, self.options.clock.now())?;
         f(&st.set)
     }
 
@@ -440,8 +440,8 @@ impl Shared {
         let write_now = {
             let mut guard = self.lock_state();
             let st = &mut *guard;
-            self.refresh(st)?;
             let now = self.options.clock.now();
+            self.refresh(st, now)?;
             let undo = match target {
                 None => Undo::Created,
                 Some(id) => st
@@ -532,9 +532,8 @@ impl Shared {
 
     /// Merge what other processes wrote: the file if it changed, and, at most once per
     /// [`RESCAN_SECONDS`], the journals of processes that ended since.
-    fn refresh(&self, st: &mut State) -> Result<()> {
+    fn refresh(&self, st: &mut State, now: f64) -> Result<()> {
         self.refresh_file(st)?;
-        let now = self.options.clock.now();
         if st
             .last_scan
             .is_none_or(|t| now < t || now - t >= RESCAN_SECONDS)
