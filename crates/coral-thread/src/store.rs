@@ -437,7 +437,7 @@ impl Shared {
         target: Option<&str>,
         f: impl FnOnce(&mut ThreadSet, f64) -> Result<(T, bool)>,
     ) -> Result<T> {
-        let write_now = {
+        let (out, write_now) = {
             let mut guard = self.lock_state();
             let st = &mut *guard;
             let now = self.options.clock.now();
@@ -474,7 +474,6 @@ impl Shared {
                 (out, due)
             }
         };
-        let (out, write_now) = write_now;
         if write_now {
             // The change is journaled (acknowledged); a checkpoint that fails now (lock held
             // elsewhere, disk full) stays pending and is retried, it does not undo the change.
