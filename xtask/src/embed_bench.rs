@@ -1,12 +1,15 @@
-//! `cargo xtask bench-embed`: speed of the ONNX embedder (SPEC 9.3, issue 6 targets).
+//! `cargo xtask bench-embed`: speed of USE multilingual v3 (`use_bench.rs`) and of the ONNX
+//! embedder (SPEC 9.3, issue 6 targets).
 //!
+//! ONNX (with `--features onnx`, which the release re-run turns on):
 //! - one query at a time with 1 intra-op thread: p50 / p99 latency (target p50 ≤ 5 ms);
 //! - batches of 32 with 1 and 2 intra-op threads: sentences per second (target ≥ 500 with 2);
 //! - 8 concurrent searchers on a 1,000-memory store, batching window 0 vs 8 ms: searches per
 //!   second and latency, and the same for bare embedding calls (2 ms shown too).
 //!
-//! Needs the runtime and all-MiniLM-L6-v2 (`eval "$(scripts/fetch-test-models.sh)"`, or any
-//! installed copy); writes `target/coral-bench/embed.json`.
+//! Needs the USE files, the runtime and all-MiniLM-L6-v2 (`eval
+//! "$(scripts/fetch-test-models.sh)"`, or installed copies); writes
+//! `target/coral-bench/embed.json`.
 
 use std::path::Path;
 use std::process::Command;
@@ -34,20 +37,36 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         }
         return Ok(());
     }
-    if let Some(extra) = args.first() {
-        bail!("bench-embed takes no arguments, got {extra:?}");
+    let only_use = match args.first().map(String::as_str) {
+        None => false,
+        Some("--use-only") => true,
+        Some(extra) => bail!("bench-embed takes only --use-only, got {extra:?}"),
+    };
+    let use_report = crate::use_bench::measure(root)?;
+    if only_use {
+        return write(root, serde_json::json!({ "use": use_report }));
     }
-    measure(root)
+    measure(root, use_report)
+}
+
+fn write(root: &Path, report: serde_json::Value) -> Result<()> {
+    let out = root.join("target/coral-bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(
+        out.join("embed.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    println!("wrote {}", out.join("embed.json").display());
+    Ok(())
 }
 
 #[cfg(not(feature = "onnx"))]
-fn measure(_: &Path) -> Result<()> {
+fn measure(_: &Path, _: serde_json::Value) -> Result<()> {
     bail!("xtask was built without the onnx feature: run `cargo xtask bench-embed`")
 }
 
 /// Deterministic short English sentences (10–16 tokens), all different.
-#[cfg(feature = "onnx")]
-fn sentences(n: usize) -> Vec<String> {
+pub(crate) fn sentences(n: usize) -> Vec<String> {
     const WHO: [&str; 6] = [
         "The user",
         "Alice",
@@ -127,7 +146,7 @@ fn millis(mut samples: Vec<Duration>) -> (f64, f64) {
 }
 
 #[cfg(feature = "onnx")]
-fn measure(root: &Path) -> Result<()> {
+fn measure(root: &Path, use_report: serde_json::Value) -> Result<()> {
     use coral::{Config, Coral, Embedder};
     use coral_embed::BatchingEmbedder;
 
@@ -222,6 +241,7 @@ fn measure(root: &Path) -> Result<()> {
     // Window 8 ms (the default) against no batching.
     let rate = |i: usize, what: &str| concurrency[i][what]["per_second"].as_f64().unwrap_or(0.0);
     let report = json!({
+        "use": use_report,
         "model": "sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)",
         "single_query_1_thread": {"p50_ms": single_p50, "p99_ms": single_p99, "target_p50_ms": 5.0},
         "batch_32_sentences_per_second": throughput.iter()
@@ -258,14 +278,7 @@ fn measure(root: &Path) -> Result<()> {
         report["batching_speedup"]["embed"].as_f64().unwrap_or(0.0),
         report["batching_speedup"]["search"].as_f64().unwrap_or(0.0)
     );
-    let out = root.join("target/coral-bench");
-    std::fs::create_dir_all(&out)?;
-    std::fs::write(
-        out.join("embed.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
-    println!("wrote {}", out.join("embed.json").display());
-    Ok(())
+    write(root, report)
 }
 
 /// `callers` threads each run `per_caller` calls of `f` on their own queries, started

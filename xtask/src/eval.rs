@@ -19,7 +19,9 @@
 //! the reference point's method) and `none/jaccard` (bitmap Jaccard alone). An embedder is one
 //! entry of [`embedders`]; all-MiniLM-L6-v2 is there when xtask is built with `--features onnx`
 //! (the release re-run does that) and the runtime and model are found (`ORT_DYLIB_PATH`,
-//! `CORAL_TEST_MINILM_DIR` or the usual model search), else it is listed as skipped.
+//! `CORAL_TEST_MINILM_DIR` or the usual model search), and USE multilingual v3 when its files
+//! are found (`CORAL_TEST_USE_DIR`, an installed copy, the fetch script's cache); a missing
+//! one is listed as skipped.
 //! Writes `target/coral-bench/eval.json` and prints a table.
 
 use std::collections::{BTreeMap, HashMap};
@@ -133,7 +135,19 @@ type Loader = fn() -> Result<Arc<dyn Embedder>, String>;
 
 /// The embedders under test, in table order. Adding a model is one entry here.
 fn embedders_list() -> Vec<(&'static str, Loader)> {
-    vec![("hash", hash_embedder), ("minilm", minilm)]
+    vec![
+        ("hash", hash_embedder),
+        ("minilm", minilm),
+        ("use", use_embedder),
+    ]
+}
+
+/// USE multilingual v3 (no runtime needed): `CORAL_TEST_USE_DIR`, an installed copy, or the
+/// fetch script's cache.
+fn use_embedder() -> Result<Arc<dyn Embedder>, String> {
+    let dir = crate::use_bench::model_dir().map_err(|e| e.to_string())?;
+    let e = coral_embed::UseEmbedder::load(&dir).map_err(|e| e.to_string())?;
+    Ok(Arc::new(e))
 }
 
 fn hash_embedder() -> Result<Arc<dyn Embedder>, String> {

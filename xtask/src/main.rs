@@ -15,8 +15,9 @@
 //! - `fuzz`: run every cargo-fuzz target in `fuzz/` (`--seconds N`, default 60).
 //! - `eval`: retrieval quality on MADial-Bench zh and en (SPEC 12) for each embedder and
 //!   retrieval mode, written to `target/coral-bench/eval.json`.
-//! - `bench-embed`: ONNX embedder latency, batch throughput, and 8 concurrent searchers with
-//!   batching window 0 vs 8 ms, written to `target/coral-bench/embed.json`.
+//! - `bench-embed`: USE multilingual v3 load time, memory, latency and batch throughput, and the
+//!   ONNX embedder's latency, batch throughput, and 8 concurrent searchers with batching window
+//!   0 vs 8 ms (`--use-only` skips ONNX), written to `target/coral-bench/embed.json`.
 //! - `fixtures`: refresh `fixtures/compat/` and `fixtures/models/` from
 //!   `../shared/upstream-data/`.
 
@@ -30,6 +31,7 @@ mod servers;
 mod stress;
 mod stress_threads;
 mod test_models;
+mod use_bench;
 mod writers;
 
 use std::path::{Path, PathBuf};
@@ -90,7 +92,7 @@ fn print_help() {
          eval         MADial-Bench retrieval recall per embedder and mode -> target/coral-bench/eval.json\n  \
          bench-writers  1 vs 2 vs 4 processes inserting into one directory\n  \
          fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
-         bench-embed  ONNX embedder speed, batching window 0 vs 8 ms -> target/coral-bench/embed.json\n  \
+         bench-embed  USE and ONNX embedder speed, batching window 0 vs 8 ms -> target/coral-bench/embed.json\n  \
          fixtures     refresh fixtures/compat and fixtures/models from ../shared/upstream-data"
     );
 }

@@ -1,4 +1,4 @@
-//! The ONNX runtime and test model for `cargo test` in `cargo xtask ci`.
+//! The ONNX runtime, the MiniLM test model and USE for `cargo test` in `cargo xtask ci`.
 //!
 //! `.ci/run` fetches them with `scripts/fetch-test-models.sh` and sets `CORAL_REQUIRE_MODELS=1`
 //! (a missing model then fails the model tests). On a developer machine where the variables are
@@ -11,7 +11,12 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 /// Variables the model tests read.
-const VARS: [&str; 2] = ["ORT_DYLIB_PATH", "CORAL_TEST_MINILM_DIR"];
+const VARS: [&str; 4] = [
+    "ORT_DYLIB_PATH",
+    "CORAL_TEST_MINILM_DIR",
+    "CORAL_TEST_USE_DIR",
+    "CORAL_TEST_USE_WHEEL",
+];
 
 /// `cargo test --workspace` with the model variables set when they can be had.
 pub fn test_workspace(root: &Path) -> Result<()> {
@@ -19,7 +24,7 @@ pub fn test_workspace(root: &Path) -> Result<()> {
         Ok(env) => env,
         Err(e) if std::env::var("CORAL_REQUIRE_MODELS").as_deref() == Ok("1") => return Err(e),
         Err(e) => {
-            eprintln!("xtask: {e:#}; the ONNX model tests will be skipped");
+            eprintln!("xtask: {e:#}; the model tests (ONNX and USE) will be skipped");
             Vec::new()
         }
     };

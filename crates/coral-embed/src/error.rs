@@ -28,6 +28,14 @@ pub enum Error {
         /// Every place looked at.
         looked: Vec<crate::model::Looked>,
     },
+    /// An ONNX model was asked for and this build cannot run ONNX models (no `onnx` feature).
+    #[error("embedding model {model}: {detail}")]
+    NoOnnxSupport {
+        /// The model's name.
+        model: String,
+        /// What to do about it.
+        detail: String,
+    },
     /// The ONNX runtime library could not be found or loaded.
     #[error("ONNX runtime: {detail}")]
     Runtime {

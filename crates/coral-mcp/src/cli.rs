@@ -41,9 +41,20 @@ pub enum Command {
         /// Port (0 picks a free one; the bound address is printed as JSON on stdout).
         #[arg(long, default_value_t = 8765)]
         port: u16,
-        /// Bearer token required on every request (default: $CORAL_HTTP_TOKEN).
+        /// Bearer token required on every request, at least 16 visible ASCII characters
+        /// (default: $CORAL_HTTP_TOKEN).
         #[arg(long)]
         token: Option<String>,
+        /// Also answer requests whose Host header is this name (`name` for any port, or
+        /// `name:port`), e.g. behind a reverse proxy; repeatable. Loopback names and the bound
+        /// address are always allowed.
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also serve browser pages from this origin (`https://app.example.com`, or `null`);
+        /// repeatable. Coral's own origins (http://127.0.0.1:PORT, http://localhost:PORT) are
+        /// always allowed, every other page is refused.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
     },
     /// Read or change coral_config.json (no data-directory lock needed).
     Config {
@@ -53,6 +64,29 @@ pub enum Command {
     },
     /// Health report: stats, disk, 14-day histogram, the memories closest to eviction, paths.
     Report,
+    /// Report every problem in the data directory (memory files, journal, vectors, threads,
+    /// timeline) without changing anything; exits 1 when there is one.
+    Check,
+    /// Copy the data directory (memories, threads, timeline) into DIR as one consistent
+    /// version, while servers keep running; DIR is itself a data directory plus a manifest.
+    Backup {
+        /// New or empty directory.
+        dir: std::path::PathBuf,
+    },
+    /// Replace the data directory with the backup in DIR (checked against its manifest first;
+    /// running servers reload at their next call).
+    Restore {
+        /// A directory written by `coral backup`.
+        dir: std::path::PathBuf,
+    },
+    /// What governance would remove under the config in force, and whether a changed limit is
+    /// held back because it would remove many memories at once; `--confirm` applies it.
+    Govern {
+        /// Accept the limits in force and remove what they remove (to the archive, except
+        /// disk-quota removals).
+        #[arg(long)]
+        confirm: bool,
+    },
     /// Print the DeepSeek harness plugin (JavaScript) that forwards every tool to `coral http`.
     PluginJs {
         /// The sidecar's /rpc URL.

@@ -2,8 +2,10 @@
 //!
 //! `POST /rpc` with `{"tool": name, "args": {...}}` runs a tool from the same registry as MCP.
 //! Every answer is JSON: `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}` with
-//! 400 (bad JSON or arguments), 401 (token), 404 (unknown tool or path), 405, 413 (body over
-//! 1 MiB) or 500. Loopback by default; any other address needs a token.
+//! 400 (bad JSON or arguments), 401 (token), 403 (foreign `Host` or `Origin`), 404 (unknown
+//! tool or path), 405, 413 (body over 1 MiB), 415 (body not `application/json`) or 500.
+//! Loopback by default; any other address needs a token. The browser-facing checks are
+//! `http_guard.rs`, applied to every route.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -12,11 +14,13 @@ use anyhow::{Context, bail};
 use axum::Router;
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use coral::{Coral, ToolError};
 use serde_json::{Value, json};
+
+use crate::http_guard::{Guard, GuardOptions};
 
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -27,13 +31,12 @@ pub struct HttpOptions {
     pub host: IpAddr,
     /// Port (0 = any free port).
     pub port: u16,
-    /// Bearer token required on every request, when set.
-    pub token: Option<String>,
+    /// Allowed hosts and origins beyond the server's own, and the token.
+    pub guard: GuardOptions,
 }
 
 struct AppState {
     coral: Arc<Coral>,
-    token: Option<String>,
 }
 
 fn reply(status: StatusCode, body: Value) -> Response {
@@ -49,28 +52,7 @@ fn failure(status: StatusCode, error: impl Into<String>) -> Response {
     reply(status, json!({"ok": false, "error": error.into()}))
 }
 
-fn authorised(state: &AppState, headers: &HeaderMap) -> bool {
-    let Some(token) = &state.token else {
-        return true;
-    };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    // Compare without an early exit so timing does not reveal the token's prefix.
-    given.is_some_and(|g| {
-        g.len() == token.len()
-            && g.bytes()
-                .zip(token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    })
-}
-
-async fn health(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if !authorised(&state, &headers) {
-        return failure(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-    }
+async fn health(State(state): State<Arc<AppState>>) -> Response {
     let coral = Arc::clone(&state.coral);
     let total = tokio::task::spawn_blocking(move || coral.stats().total)
         .await
@@ -82,9 +64,6 @@ async fn health(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Respo
 }
 
 async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    if !authorised(&state, request.headers()) {
-        return failure(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-    }
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -118,7 +97,10 @@ async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     {
         return failure(
             StatusCode::BAD_REQUEST,
-            format!("unknown body key {extra:?}"),
+            format!(
+                "unknown body key {}; the body is {{\"tool\": name, \"args\": {{...}}}}",
+                coral::echo(extra)
+            ),
         );
     }
     let args = body.get("args").cloned().unwrap_or(Value::Null);
@@ -152,18 +134,23 @@ async fn wrong_method() -> Response {
     )
 }
 
-/// The router, for tests and for [`serve`].
-fn router(state: Arc<AppState>) -> Router {
+/// The routes behind the guard: `Host`, `Origin`, token and `Content-Type` are checked on
+/// every request, unknown paths and methods included, before any handler runs.
+fn router(state: Arc<AppState>, guard: Arc<Guard>) -> Router {
     Router::new()
         .route("/rpc", post(rpc).fallback(wrong_method))
         .route("/health", get(health).fallback(wrong_method))
         .fallback(not_found)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            guard,
+            crate::http_guard::guard,
+        ))
 }
 
 /// Refuse a non-loopback bind without a token.
 pub fn check_bind(options: &HttpOptions) -> anyhow::Result<()> {
-    if !options.host.is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+    if !options.host.is_loopback() && !options.guard.has_token() {
         bail!(
             "refusing to listen on {} without a token: anyone on the network could read and \
              change the memories; pass --token (or set CORAL_HTTP_TOKEN), or bind 127.0.0.1",
@@ -185,7 +172,6 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
     let coral = Arc::new(coral);
     let state = Arc::new(AppState {
         coral: Arc::clone(&coral),
-        token: options.token.clone(),
     });
     runtime.block_on(async move {
         let addr = SocketAddr::new(options.host, options.port);
@@ -193,19 +179,24 @@ pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let bound = listener.local_addr()?;
+        let guard = Arc::new(Guard::new(bound, options.guard));
         println!("{}", json!({"listening": bound.to_string()}));
-        eprintln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
-        axum::serve(listener, router(state))
+        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
+        axum::serve(listener, router(state, guard))
             .with_graceful_shutdown(shutdown_signal())
             .await
             .context("HTTP server failed")
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match Arc::try_unwrap(coral) {
-        Ok(coral) => coral.close().context("closing the memory store")?,
+        Ok(coral) => {
+            for warning in coral.close().context("closing the memory store")? {
+                errln!("coral: warning: {warning}");
+            }
+        }
         Err(coral) => coral.flush().context("checkpointing the memory store")?,
     }
-    eprintln!("coral: HTTP sidecar stopped");
+    errln!("coral: HTTP sidecar stopped");
     Ok(())
 }
 

@@ -10,6 +10,16 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics: when stderr itself cannot be written (a full disk under a
+/// redirect, a closed pipe) there is nowhere left to report that, and a panic would turn a
+/// clear exit code into 101.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// `print!` with the same behaviour as [`outln!`].
 macro_rules! out {
     ($($arg:tt)*) => {
@@ -25,7 +35,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("coral: error: cannot write output: {e}");
+        errln!("coral: error: cannot write output: {e}");
         std::process::exit(1);
     }
 }
@@ -33,9 +43,12 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod http;
+mod http_guard;
 mod mcp;
 mod model_cmd;
 mod plugin;
+mod stdio_frames;
+mod stdio_transport;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
@@ -79,10 +92,36 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("coral: error: {:#}", f.error);
+            errln!("coral: error: {}", describe(&f.error));
             ExitCode::from(f.code)
         }
     }
+}
+
+/// An error and its causes, each cause added only when the message so far does not already say
+/// it (the library errors include their cause in their own message).
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
+}
+
+/// The configuration with `--data-dir` applied, for commands that do not open the store.
+fn load_config(cli: &Cli) -> Result<Config, Failure> {
+    let path = Config::resolve_path(cli.config.as_deref());
+    let mut loaded = Config::load(&path)?;
+    if let Some(dir) = &cli.data_dir {
+        loaded.config.data_dir_override = Some(dir.clone());
+    }
+    Ok(loaded.config)
 }
 
 fn open(cli: &Cli) -> Result<Coral, Failure> {
@@ -94,16 +133,30 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
     let coral = Coral::open_loaded(loaded, &path)?;
     if !cli.quiet {
         for n in coral.notices() {
-            eprintln!("coral: {n}");
+            errln!("coral: {n}");
         }
     }
     Ok(coral)
 }
 
+/// Close after a command: say on stderr when nothing was recorded (a read-only store, a full
+/// disk) and what closing could not do without losing anything.
+fn finish(coral: Coral) -> Result<(), Failure> {
+    if let Some(why) = coral.unrecorded() {
+        errln!("coral: note: {why}");
+    }
+    for warning in coral.close()? {
+        errln!("coral: warning: {warning}");
+    }
+    Ok(())
+}
+
 fn print_json(value: &serde_json::Value) {
+    // Escaped like every JSON Coral shows: stored text cannot move a terminal's cursor or
+    // start a line (C1 controls, LS, PS).
     outln!(
         "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
+        coral::json_for_model(&serde_json::to_string_pretty(value).unwrap_or_default())
     );
 }
 
@@ -127,7 +180,118 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 print_report(&report);
             }
-            coral.close()?;
+            finish(coral)?;
+            Ok(0)
+        }
+        Command::Check => {
+            let config = load_config(cli)?;
+            let report = coral::check(&config);
+            if cli.json {
+                print_json(&serde_json::to_value(&report)?);
+            } else {
+                outln!(
+                    "{} memories in the files, {} journal record(s) since the checkpoint, {} \
+                     vector row(s)",
+                    report.items,
+                    report.journal_records,
+                    report.vectors
+                );
+                for f in &report.findings {
+                    let label = match f.severity {
+                        coral::Severity::Problem => "problem",
+                        _ => "note",
+                    };
+                    outln!("{label}: {}: {}", f.path.display(), f.detail);
+                }
+                if report.findings.is_empty() {
+                    outln!("no problems found");
+                }
+            }
+            Ok(if report.has_problems() { 1 } else { 0 })
+        }
+        Command::Backup { dir } => {
+            let config = load_config(cli)?;
+            let manifest = coral::backup(&config, dir)?;
+            if cli.json {
+                print_json(&serde_json::to_value(&manifest)?);
+            } else {
+                outln!(
+                    "backed up {} memories, {} thread(s){} into {} ({} files, {} bytes)",
+                    manifest.memories,
+                    manifest.threads,
+                    if manifest.timeline {
+                        " and the timeline"
+                    } else {
+                        ""
+                    },
+                    dir.display(),
+                    manifest.files.len(),
+                    manifest.files.iter().map(|f| f.bytes).sum::<u64>()
+                );
+            }
+            Ok(0)
+        }
+        Command::Restore { dir } => {
+            let config = load_config(cli)?;
+            let restored = coral::restore(&config, dir)?;
+            let m = &restored.manifest;
+            if cli.json {
+                print_json(&serde_json::to_value(&restored)?);
+            } else {
+                outln!(
+                    "restored {} memories, {} thread(s){} from {} (made {:.0}) into {}",
+                    m.memories,
+                    m.threads,
+                    if m.timeline { " and the timeline" } else { "" },
+                    dir.display(),
+                    m.created_at,
+                    restored.data_dir.display()
+                );
+            }
+            Ok(0)
+        }
+        Command::Govern { confirm } => {
+            let coral = open(cli)?;
+            if *confirm {
+                let done = coral.confirm_removals()?;
+                if cli.json {
+                    print_json(&serde_json::to_value(&done)?);
+                } else {
+                    outln!(
+                        "governed: {} memories before, {} after{}",
+                        done.before,
+                        done.after,
+                        if done.preview.is_some() {
+                            " (the held change is applied)"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            } else {
+                let (preview, held) = coral.removal_preview();
+                if cli.json {
+                    print_json(&json!({"preview": preview, "held": held}));
+                } else {
+                    match &held {
+                        Some(h) => outln!(
+                            "held since {:.0}: {}\n  would remove {} of {} memories ({}); {}",
+                            h.since,
+                            h.preview.changes.join(", "),
+                            h.preview.would_remove,
+                            h.preview.memories,
+                            reasons(&h.preview.by_reason),
+                            h.confirm
+                        ),
+                        None => outln!(
+                            "nothing held; the limits in force would remove {} of {} memories now",
+                            preview.would_remove,
+                            preview.memories
+                        ),
+                    }
+                }
+            }
+            finish(coral)?;
             Ok(0)
         }
         Command::PluginJs { url, token } => {
@@ -139,14 +303,29 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             mcp::serve(coral)?;
             Ok(0)
         }
-        Command::Http { host, port, token } => {
+        Command::Http {
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => {
+            // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
+            let token = token
+                .clone()
+                .or_else(|| {
+                    std::env::var("CORAL_HTTP_TOKEN")
+                        .ok()
+                        .filter(|t| !t.is_empty())
+                })
+                .map(|t| http_guard::Token::new(&t))
+                .transpose()
+                .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
             let options = http::HttpOptions {
                 host: *host,
                 port: *port,
-                token: token
-                    .clone()
-                    .or_else(|| std::env::var("CORAL_HTTP_TOKEN").ok())
-                    .filter(|t| !t.is_empty()),
+                guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
+                    .map_err(usage)?,
             };
             http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
             let coral = open(cli)?;
@@ -197,7 +376,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outcome.id()
                 );
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Search {
@@ -246,7 +425,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("    {text}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Get { id } => {
@@ -260,10 +439,10 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                 print_json(&v);
                 0
             } else {
-                eprintln!("coral: no memory with id {id}");
+                errln!("coral: no memory with id {id}");
                 1
             };
-            coral.close()?;
+            finish(coral)?;
             Ok(code)
         }
         Command::Export => {
@@ -275,7 +454,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             }
             out.flush()?;
             drop(out);
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Stats => {
@@ -326,7 +505,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     outln!("repair: {r}");
                 }
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Flush => {
@@ -337,7 +516,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("checkpoint written (data was already durable in the journal)");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Delete { id } => {
@@ -348,9 +527,9 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else if ok {
                 outln!("deleted {id}");
             } else {
-                eprintln!("coral: no memory with id {id}");
+                errln!("coral: no memory with id {id}");
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(if ok { 0 } else { 1 })
         }
         Command::Mark { id, importance } => {
@@ -361,7 +540,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
             } else {
                 outln!("{id} importance {}", item.importance);
             }
-            coral.close()?;
+            finish(coral)?;
             Ok(0)
         }
         Command::Import { dir } => import(cli, dir),
@@ -409,7 +588,7 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
             outln!("  {n}");
         }
     }
-    coral.close()?;
+    finish(coral)?;
     Ok(0)
 }
 
@@ -417,8 +596,10 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
     json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
 }
 
-/// Read stdin line by line; for each non-blank line, run `handle` and write one JSON
-/// acknowledgement line (or `{"line", "error"}`), flushed before the next line is read.
+/// Read stdin line by line; for every line, run `handle` and write exactly one JSON
+/// acknowledgement line, flushed before the next line is read, so the n-th ack answers the
+/// n-th line: the handler's object with `"ok": true`, or `{"line", "ok": false, "error"}`.
+/// A blank line is such an error (there is nothing to store), like an empty `coral insert ""`.
 /// Returns how many lines failed.
 pub(crate) fn ack_lines(
     mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
@@ -434,15 +615,26 @@ pub(crate) fn ack_lines(
             Ok(text) => {
                 let text = text.strip_suffix('\r').unwrap_or(text);
                 if text.trim().is_empty() {
-                    continue;
+                    Err(anyhow::anyhow!(
+                        "line {line_no} is blank: nothing was stored (remove blank lines, or \
+                         give each line some text)"
+                    ))
+                } else {
+                    handle(text)
                 }
-                handle(text)
             }
         };
-        let ack = result.unwrap_or_else(|e| {
-            failures += 1;
-            json!({"line": line_no, "error": format!("{e:#}")})
-        });
+        let ack = match result {
+            Ok(Value::Object(mut fields)) => {
+                fields.entry("ok").or_insert(Value::Bool(true));
+                Value::Object(fields)
+            }
+            Ok(other) => other,
+            Err(e) => {
+                failures += 1;
+                json!({"line": line_no, "ok": false, "error": coral::bound_message(format!("{e:#}"))})
+            }
+        };
         serde_json::to_writer(&mut out, &ack)?;
         out.write_all(b"\n")?;
         out.flush()?;
@@ -474,7 +666,7 @@ fn insert_stream(
     })?;
     coral.flush()?;
     if failures > 0 {
-        eprintln!("coral: {failures} line(s) were not inserted (see the error lines)");
+        errln!("coral: {failures} line(s) were not inserted (see the error lines)");
         return Ok(1);
     }
     Ok(0)
@@ -547,7 +739,10 @@ fn parse_jsonl(
             return Ok(JsonOp::Search(query, line.top_k));
         }
         "stats" => return Ok(JsonOp::Stats),
-        other => anyhow::bail!("op {other:?} is not insert, delete, search or stats"),
+        other => anyhow::bail!(
+            "op {} is not insert, delete, search or stats",
+            coral::echo(other)
+        ),
     }
     let content = line
         .content
@@ -558,7 +753,10 @@ fn parse_jsonl(
         Some(serde_json::Value::String(s)) => {
             Some(time::parse_time(&s).map_err(anyhow::Error::msg)?)
         }
-        Some(other) => anyhow::bail!("timestamp {other} is neither a number nor a date"),
+        Some(other) => anyhow::bail!(
+            "timestamp {} is neither a number nor a date",
+            coral::echo_json(&other)
+        ),
     };
     Ok(JsonOp::Insert(
         content,
@@ -579,6 +777,15 @@ fn shorten(text: &str, max: usize) -> String {
     } else {
         collapsed.chars().take(max).collect::<String>() + "…"
     }
+}
+
+/// `"a 3, b 1"` of a count map.
+fn reasons(counts: &std::collections::BTreeMap<String, usize>) -> String {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print_report(r: &coral::Report) {
@@ -611,6 +818,28 @@ fn print_report(r: &coral::Report) {
             d.count,
             "#".repeat(d.count.min(60))
         );
+    }
+    if let Some(h) = &r.held_change {
+        outln!(
+            "held change: {} would remove {} of {} memories ({}); {}",
+            h.preview.changes.join(", "),
+            h.preview.would_remove,
+            h.preview.memories,
+            reasons(&h.preview.by_reason),
+            h.confirm
+        );
+    }
+    if !r.removed.is_empty() {
+        outln!("removed recently (governance and quotas):");
+        for x in &r.removed {
+            outln!(
+                "  {}  {:<13} {:>5}  ({})",
+                coral::civil_date((x.at / 86_400.0).floor() as i64),
+                x.reason,
+                x.count,
+                reasons(&x.tiers)
+            );
+        }
     }
     outln!("closest to eviction:");
     for c in &r.eviction_preview {

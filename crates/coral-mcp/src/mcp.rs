@@ -1,8 +1,10 @@
 //! `coral mcp`: the MCP server on stdio, built on the official Rust SDK (rmcp).
 //!
 //! Tools come from the facade's registry (`coral::tools`); calls run on the blocking pool so the
-//! synchronous engine never stalls the protocol loop. Logs go to stderr only: stdout carries
-//! nothing but JSON-RPC.
+//! synchronous engine never stalls the protocol loop. Stdin and stdout go through
+//! `stdio_transport.rs`, which answers malformed and oversized input itself and accepts
+//! `Content-Length` frames as well as lines. Logs go to stderr only: stdout carries nothing but
+//! JSON-RPC.
 
 use std::sync::Arc;
 
@@ -41,7 +43,10 @@ pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, Mc
     match outcome {
         Ok(value) => Ok(CallToolResult::structured(value)),
         Err(ToolError::UnknownTool(name)) => Err(McpError::invalid_params(
-            format!("unknown tool {name:?}; call tools/list for the available tools"),
+            format!(
+                "unknown tool {}; call tools/list for the available tools",
+                coral::echo(&name)
+            ),
             None,
         )),
         Err(e) => Ok(CallToolResult::structured_error(
@@ -105,20 +110,44 @@ pub fn serve(coral: Coral) -> anyhow::Result<()> {
         coral: Arc::clone(&coral),
         tools: Arc::new(tool_list()),
     };
-    runtime.block_on(async move {
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .context("MCP initialisation failed")?;
-        eprintln!("coral: MCP server {SERVER_NAME} ready on stdio");
+    let (transport, writer) = crate::stdio_transport::start(std::io::stdin(), std::io::stdout());
+    let session = runtime.block_on(async move {
+        let running = match server.serve(transport).await {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                errln!("coral: the client closed stdin before initialize");
+                return anyhow::Ok(());
+            }
+            Err(e) => return Err(e).context("MCP initialisation failed"),
+        };
+        errln!("coral: MCP server {SERVER_NAME} ready on stdio");
         let reason = running.waiting().await.context("MCP server task failed")?;
-        eprintln!("coral: MCP session ended ({reason:?})");
+        errln!("coral: MCP session ended ({reason:?})");
         anyhow::Ok(())
-    })?;
+    });
+    // Dropping the runtime's tasks drops the last handles on the writer's queue.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    match Arc::try_unwrap(coral) {
-        Ok(coral) => coral.close().context("closing the memory store")?,
-        Err(coral) => coral.flush().context("checkpointing the memory store")?,
+    let closed = match Arc::try_unwrap(coral) {
+        Ok(coral) => coral
+            .close()
+            .context("closing the memory store")
+            .map(|warnings| {
+                for warning in warnings {
+                    errln!("coral: warning: {warning}");
+                }
+            }),
+        Err(coral) => coral.flush().context("checkpointing the memory store"),
+    };
+    // Every queued answer is written before the process exits.
+    let written = match writer.join() {
+        Ok(result) => result.context("writing to stdout"),
+        Err(_) => Err(anyhow::anyhow!("the stdout writer panicked")),
+    };
+    session?;
+    closed?;
+    if let Err(e) = written {
+        // The client closed its end first: nothing is lost that it could still read.
+        errln!("coral: {e:#}");
     }
     Ok(())
 }

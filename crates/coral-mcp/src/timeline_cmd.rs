@@ -271,7 +271,16 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
         }
     };
     let result = call(&coral, tool, args)?;
-    coral.close()?;
+    if !cli.quiet {
+        // Said out loud: damage the open contained, and a timeline that records nothing.
+        for repair in coral.timeline_repairs() {
+            errln!("coral: repaired: {repair}");
+        }
+        if let Some(why) = coral.timeline_read_only() {
+            errln!("coral: note: timeline: {why}");
+        }
+    }
+    crate::finish(coral)?;
     if text {
         outln!("{}", result["text"].as_str().unwrap_or_default().trim_end());
     } else {
@@ -279,7 +288,7 @@ pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
     }
     // Reads answer failures with a status; the command says so with its exit code.
     if result["ok"] == json!(false) {
-        eprintln!(
+        errln!(
             "coral: {}: {}",
             result["status"].as_str().unwrap_or("failed"),
             result["message"].as_str().unwrap_or_default()

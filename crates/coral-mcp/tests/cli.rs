@@ -167,12 +167,114 @@ fn usage_errors_exit_2_and_runtime_errors_exit_1() {
     );
 }
 
+/// A client pairs the n-th ack with the n-th line: blank lines are answered too (as errors,
+/// nothing stored), in both plain and JSONL mode.
+#[test]
+fn every_stdin_line_gets_exactly_one_ack_blank_ones_included() {
+    let env = Env::new();
+    for mode in [
+        &["insert", "--stdin"][..],
+        &["insert", "--stdin", "--jsonl"],
+    ] {
+        let jsonl = mode.len() == 3;
+        let line = |text: &str| {
+            if jsonl {
+                serde_json::json!({ "content": text }).to_string()
+            } else {
+                text.to_string()
+            }
+        };
+        let (first, fourth) = if jsonl {
+            ("周五下午开周会", "the user prefers metric units")
+        } else {
+            (
+                "项目 A 在四月上线",
+                "translate manuals in a formal register",
+            )
+        };
+        let input = format!("{}\n\n  \r\n{}\n", line(first), line(fourth));
+        let out = env.run_with_stdin(mode, Some(&input));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "blank lines count as failed lines"
+        );
+        let acks: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(acks.len(), 4, "{acks:?}");
+        for (i, ack) in acks.iter().enumerate() {
+            if i == 1 || i == 2 {
+                assert_eq!(ack["ok"], false, "{ack}");
+                assert_eq!(ack["line"], i + 1, "{ack}");
+                let error = ack["error"].as_str().unwrap();
+                assert!(
+                    error.contains("blank") && error.contains("nothing was stored"),
+                    "{error}"
+                );
+            } else {
+                assert_eq!(ack["ok"], true, "{ack}");
+                assert_eq!(ack["inserted"], true, "{ack}");
+            }
+        }
+    }
+    let stats = env.json(&["stats"]);
+    assert_eq!(
+        stats["stats"]["total"], 4,
+        "only the non-blank lines were stored"
+    );
+}
+
+/// Times outside 1970..=9999 are refused on the command line and in JSONL, storing nothing.
+#[test]
+fn out_of_range_times_are_refused_everywhere() {
+    let env = Env::new();
+    for at in ["1e20", "-1", "NaN", "1700000000000"] {
+        let out = env.run(&["insert", "a memory with a bad time", &format!("--at={at}")]);
+        assert_eq!(out.status.code(), Some(2), "--at {at}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(at) && err.contains("9999"), "{err}");
+    }
+    let out = env.run(&["search", "memory", "--now", "1e20"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = env.run_with_stdin(
+        &["insert", "--stdin", "--jsonl"],
+        Some(concat!(
+            r#"{"content": "a far future", "timestamp": 1e300}"#,
+            "\n",
+            r#"{"content": "in milliseconds", "timestamp": 1700000000000}"#,
+            "\n",
+            r#"{"content": "a far date", "timestamp": "10000-01-01T00:00:00Z"}"#,
+            "\n"
+        )),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let acks: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(acks.len(), 3);
+    for ack in &acks {
+        assert_eq!(ack["ok"], false, "{ack}");
+        assert!(
+            ack["error"].as_str().unwrap().contains("timestamp")
+                || ack["error"].as_str().unwrap().contains("time"),
+            "{ack}"
+        );
+    }
+    let stats = env.json(&["stats"]);
+    assert_eq!(stats["stats"]["total"], 0, "nothing was stored");
+}
+
 #[test]
 fn stdin_acknowledges_each_line_and_jsonl_sets_fields() {
     let env = Env::new();
     let out = env.run_with_stdin(
         &["insert", "--stdin"],
-        Some("周五下午开周会\n\nthe user prefers metric units\n"),
+        Some("周五下午开周会\nthe user prefers metric units\n"),
     );
     assert!(out.status.success());
     let acks: Vec<serde_json::Value> = String::from_utf8(out.stdout)
@@ -181,7 +283,10 @@ fn stdin_acknowledges_each_line_and_jsonl_sets_fields() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(acks.len(), 2);
-    assert!(acks.iter().all(|a| a["inserted"] == true));
+    assert!(
+        acks.iter()
+            .all(|a| a["inserted"] == true && a["ok"] == true)
+    );
 
     let out = env.run_with_stdin(
         &["insert", "--stdin", "--jsonl"],

@@ -64,14 +64,28 @@ impl Sidecar {
         (status, json)
     }
 
-    /// POST with hand-written headers over a raw socket; returns status and parsed body.
+    /// The bound address, `127.0.0.1:PORT`.
+    fn addr(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    /// POST /rpc with this server's Host, JSON content type and more hand-written headers.
     fn raw_post(&self, headers: &str, body: &[u8]) -> (u16, Value) {
+        let addr = self.addr();
+        self.raw(
+            &format!(
+                "POST /rpc HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}"
+            ),
+            body,
+        )
+    }
+
+    /// A request written byte for byte over a raw socket (`head` is the request line and
+    /// headers, each ending in CRLF); returns status and parsed body.
+    fn raw(&self, head: &str, body: &[u8]) -> (u16, Value) {
         use std::io::{Read, Write};
-        let addr = self.base.trim_start_matches("http://");
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        let head = format!(
-            "POST /rpc HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}\r\n"
-        );
+        let mut stream = std::net::TcpStream::connect(self.addr()).unwrap();
+        let head = format!("{head}Connection: close\r\n\r\n");
         stream.write_all(head.as_bytes()).unwrap();
         // The server may answer and close before taking everything; that is the point.
         let _ = stream.write_all(body);
@@ -188,16 +202,281 @@ fn status_codes_and_error_bodies() {
     assert_eq!(stats["result"]["stats"]["total"], 0);
 }
 
+const TOKEN: &str = "s3cret-0123456789abcdef";
+
+/// What a web page can send: simple (unpreflighted) cross-site POSTs and DNS-rebinding
+/// requests that carry the attacker's name in Host. None is served, none stores anything,
+/// every refusal is a JSON error; the same request from a local client is served.
+#[test]
+fn cross_site_and_rebinding_requests_are_refused() {
+    let s = Sidecar::start(&[]);
+    let addr = s.addr().to_string();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let body =
+        json!({"tool": "memory_insert", "args": {"content": "planted by a web page 网页植入"}})
+            .to_string();
+    let request = |host: &str, extra: &str| {
+        s.raw(
+            &format!(
+                "POST /rpc HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: {}\r\n",
+                body.len()
+            ),
+            body.as_bytes(),
+        )
+    };
+    // The reproduction: text/plain, a foreign Origin and a rebound Host.
+    let (status, reply) = request(
+        &format!("evil.example:{port}"),
+        "Content-Type: text/plain\r\nOrigin: https://evil.example\r\n",
+    );
+    assert_eq!(status, 403, "{reply}");
+    assert_eq!(reply["ok"], false);
+    assert!(
+        reply["error"].as_str().unwrap().contains("evil.example"),
+        "{reply}"
+    );
+    let cases: Vec<(String, &str, u16, &str)> = vec![
+        // DNS rebinding: the page's name in Host, even with JSON and no Origin.
+        (
+            format!("evil.example:{port}"),
+            "Content-Type: application/json\r\n",
+            403,
+            "rebinding",
+        ),
+        (
+            format!("localhost.evil.example:{port}"),
+            "Content-Type: application/json\r\n",
+            403,
+            "rebinding",
+        ),
+        (
+            "localhost".into(),
+            "Content-Type: application/json\r\n",
+            403,
+            "rebinding",
+        ),
+        // A cross-site page on the right Host: its Origin gives it away.
+        (
+            addr.clone(),
+            "Content-Type: application/json\r\nOrigin: https://evil.example\r\n",
+            403,
+            "--allowed-origin",
+        ),
+        (
+            addr.clone(),
+            "Content-Type: application/json\r\nOrigin: null\r\n",
+            403,
+            "--allowed-origin",
+        ),
+        // A simple request (no preflight) from a form or fetch with no-cors.
+        (
+            addr.clone(),
+            "Content-Type: text/plain;charset=UTF-8\r\n",
+            415,
+            "application/json",
+        ),
+        (
+            addr.clone(),
+            "Content-Type: application/x-www-form-urlencoded\r\n",
+            415,
+            "application/json",
+        ),
+        (
+            addr.clone(),
+            "Content-Type: multipart/form-data; boundary=x\r\n",
+            415,
+            "application/json",
+        ),
+        (addr.clone(), "", 415, "application/json"),
+    ];
+    for (host, extra, expected, hint) in &cases {
+        let (status, reply) = request(host, extra);
+        assert_eq!(status, *expected, "{host} {extra:?}: {reply}");
+        assert_eq!(reply["ok"], false, "{reply}");
+        let error = reply["error"].as_str().unwrap();
+        assert!(error.contains(hint), "{error}");
+    }
+    // The preflight a browser sends before a JSON POST from another origin is refused too.
+    let (status, _) = s.raw(
+        &format!(
+            "OPTIONS /rpc HTTP/1.1\r\nHost: {addr}\r\nOrigin: https://evil.example\r\n\
+             Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\n"
+        ),
+        b"",
+    );
+    assert_eq!(status, 403);
+    // GET /health from a rebinding page: refused as well.
+    let (status, _) = s.raw(
+        &format!("GET /health HTTP/1.1\r\nHost: evil.example:{port}\r\n"),
+        b"",
+    );
+    assert_eq!(status, 403);
+    let (_, stats) = s.call("coral_stats", &json!({}));
+    assert_eq!(stats["result"]["stats"]["total"], 0, "nothing was stored");
+
+    // The same request from Coral's own origins and loopback names, JSON with parameters.
+    for (i, (host, origin)) in [
+        (addr.clone(), format!("http://127.0.0.1:{port}")),
+        (
+            format!("localhost:{port}"),
+            format!("http://localhost:{port}"),
+        ),
+        (format!("LocalHost:{port}"), String::new()),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let origin = if origin.is_empty() {
+            String::new()
+        } else {
+            format!("Origin: {origin}\r\n")
+        };
+        let content = [
+            "周五下午开周会",
+            "the user prefers metric units",
+            "项目 A 在四月上线",
+        ][i];
+        let body = json!({"tool": "memory_insert", "args": {"content": content}}).to_string();
+        let (status, reply) = s.raw(
+            &format!(
+                "POST /rpc HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: Application/JSON; charset=utf-8\r\nContent-Length: {}\r\n",
+                body.len()
+            ),
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{host} {origin}: {reply}");
+    }
+    let (_, stats) = s.call("coral_stats", &json!({}));
+    assert_eq!(stats["result"]["stats"]["total"], 3);
+}
+
+/// `--allowed-host` and `--allowed-origin` let a reverse proxy's name and a web app in, and
+/// nothing else; bad values stop the server at startup.
+#[test]
+fn allowed_hosts_and_origins_are_the_only_additions() {
+    let s = Sidecar::start(&[
+        "--allowed-host",
+        "memory.example.com",
+        "--allowed-origin",
+        "https://app.example.com",
+    ]);
+    let port = s.addr().rsplit(':').next().unwrap().to_string();
+    let body = json!({"tool": "coral_stats", "args": {}}).to_string();
+    let request = |host: &str, origin: &str| {
+        s.raw(
+            &format!(
+                "POST /rpc HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ),
+            body.as_bytes(),
+        )
+        .0
+    };
+    assert_eq!(
+        request("memory.example.com", "https://app.example.com"),
+        200
+    );
+    assert_eq!(
+        request(&format!("localhost:{port}"), "https://app.example.com"),
+        200
+    );
+    assert_eq!(request("other.example.com", "https://app.example.com"), 403);
+    assert_eq!(request("memory.example.com", "https://evil.example"), 403);
+    assert_eq!(request("memory.example.com", "http://app.example.com"), 403);
+    for (flag, value) in [
+        ("--allowed-host", "http://memory.example.com"),
+        ("--allowed-host", "a/b"),
+        ("--allowed-origin", "app.example.com"),
+        ("--allowed-origin", "https://app.example.com/path"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(CORAL)
+            .arg("--config")
+            .arg(dir.path().join("c.json"))
+            .args(["http", "--port", "0", flag, value])
+            .env_remove("CORAL_HTTP_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && err.contains(value), "{err}");
+    }
+}
+
 #[test]
 fn tokens_guard_every_request_and_open_binds_need_one() {
-    let s = Sidecar::start(&["--token", "s3cret"]);
+    let s = Sidecar::start(&["--token", TOKEN]);
     let body = json!({"tool": "coral_stats", "args": {}}).to_string();
     assert_eq!(s.post(body.as_bytes(), None).0, 401);
     assert_eq!(s.post(body.as_bytes(), Some("wrong")).0, 401);
-    assert_eq!(s.post(body.as_bytes(), Some("s3cret")).0, 200);
+    assert_eq!(s.post(body.as_bytes(), Some(&TOKEN[1..])).0, 401);
+    assert_eq!(s.post(body.as_bytes(), Some(TOKEN)).0, 200);
     match ureq::get(&format!("{}/health", s.base)).call() {
         Err(ureq::Error::Status(401, _)) => {}
         other => panic!("expected 401, got {other:?}"),
+    }
+    // The scheme is case-insensitive (RFC 7235): bearer, BEARER.
+    for scheme in ["bearer", "BEARER", "Bearer", "beaRER"] {
+        let (status, reply) = s.raw_post(
+            &format!(
+                "Authorization: {scheme} {TOKEN}\r\nContent-Length: {}\r\n",
+                body.len()
+            ),
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{scheme}: {reply}");
+        assert_eq!(reply["ok"], true);
+    }
+    let (status, reply) = s.raw_post(
+        &format!(
+            "Authorization: Basic {TOKEN}\r\nContent-Length: {}\r\n",
+            body.len()
+        ),
+        body.as_bytes(),
+    );
+    assert_eq!(status, 401, "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("Bearer"),
+        "{reply}"
+    );
+
+    // Blank, short or spaced tokens are refused at startup (exit 2), before anything is opened,
+    // from the flag and from $CORAL_HTTP_TOKEN, also on loopback.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.json");
+    for (host, token) in [
+        ("0.0.0.0", " "),
+        ("0.0.0.0", "                    "),
+        ("127.0.0.1", ""),
+        ("127.0.0.1", "short"),
+        ("127.0.0.1", "0123456789abcde"),
+        ("0.0.0.0", "0123456789 abcdef"),
+    ] {
+        for via_env in [false, true] {
+            if via_env && token.is_empty() {
+                continue; // an empty variable counts as unset
+            }
+            let mut command = Command::new(CORAL);
+            command
+                .arg("--config")
+                .arg(&config)
+                .args(["http", "--host", host, "--port", "0"])
+                .env_remove("CORAL_HTTP_TOKEN");
+            if via_env {
+                command.env("CORAL_HTTP_TOKEN", token);
+            } else {
+                command.args(["--token", token]);
+            }
+            let out = command.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{host} {token:?} env={via_env}: {err}"
+            );
+            assert!(err.contains("token") && err.contains("16"), "{err}");
+            assert!(!config.exists(), "refused before touching anything");
+        }
     }
 
     let dir = tempfile::tempdir().unwrap();
@@ -265,14 +544,14 @@ fn concurrent_clients_reach_a_consistent_state() {
 /// `execute` reaches the real sidecar.
 #[test]
 fn the_harness_plugin_registers_every_tool_and_calls_the_sidecar() {
-    let s = Sidecar::start(&["--token", "tok"]);
+    let s = Sidecar::start(&["--token", TOKEN]);
     let out = Command::new(CORAL)
         .args([
             "plugin-js",
             "--url",
             &format!("{}/rpc", s.base),
             "--token",
-            "tok",
+            TOKEN,
         ])
         .output()
         .unwrap();

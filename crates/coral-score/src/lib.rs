@@ -1,9 +1,10 @@
 //! Scoring kernels for Coral: dot/cosine, bitmap and set Jaccard, time decay, weighted fusion,
 //! a bounded top-k and the one-pass pool [`scan`] that ties them together, plus reciprocal-rank
 //! fusion: [`rank_lists`] (vector and Jaccard rankings in one pass), BM25 over an incremental
-//! inverted index ([`Bm25Index`], [`keyword_terms`]) and [`rrf`].
+//! inverted index ([`Bm25Index`], [`keyword_terms`]) and [`rrf`]; and the one rule for quoting
+//! stored text in what Coral renders for a model ([`push_quoted`], [`one_line`]).
 //!
-//! This crate does no I/O and knows nothing of items, text or storage: callers hand it
+//! This crate does no I/O and knows nothing of items, text sources or storage: callers hand it
 //! contiguous arrays indexed by row number and get row numbers back.
 //!
 //! ```
@@ -42,6 +43,7 @@ mod bm25;
 mod decay;
 mod dot;
 mod jaccard;
+mod quote;
 mod rank_lists;
 mod rrf;
 mod scan;
@@ -53,6 +55,7 @@ pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard, set_jaccard_sorted};
+pub use quote::{is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted};
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
 pub use rrf::rrf_weighted;

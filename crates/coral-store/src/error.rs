@@ -43,6 +43,19 @@ pub enum Error {
     /// A caller passed something the store cannot accept. Nothing was changed.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// The store was opened read-only (the directory cannot be written: a read-only file
+    /// system, no permission, a full disk): reads work, nothing can be recorded.
+    #[error(
+        "data directory {} is open read-only ({reason}): reading works, but nothing can be \
+         recorded; free space or fix the permissions and try again",
+        dir.display()
+    )]
+    ReadOnly {
+        /// The data directory.
+        dir: PathBuf,
+        /// Why it could not be opened for writing.
+        reason: String,
+    },
     /// An operation named an id the store does not hold.
     #[error("no memory with id {0:?}")]
     UnknownId(String),

@@ -22,12 +22,16 @@ pub struct StorePaths {
     pub vectors: PathBuf,
     /// `coral_vector_index.json`.
     pub index: PathBuf,
+    /// `coral_vectors.sums`: Coral's per-id checksums of the vector rows (derived, Coral only).
+    pub sums: PathBuf,
     /// `coral_hot.json`.
     pub hot: PathBuf,
     /// `coral_wal.jsonl`.
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
     pub archive: PathBuf,
+    /// `coral_governance.json`: the facade's record of accepted limits and removals.
+    pub governance: PathBuf,
     /// `.coral.lock`: the per-call write lock.
     pub lock: PathBuf,
     /// `.coral.attach`: held shared by every process with the store open.
@@ -43,9 +47,11 @@ impl StorePaths {
             cold: dir.join("coral_cold.jsonl"),
             vectors: dir.join("coral_vectors.npy"),
             index: dir.join("coral_vector_index.json"),
+            sums: dir.join("coral_vectors.sums"),
             hot: dir.join("coral_hot.json"),
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
+            governance: dir.join("coral_governance.json"),
             lock: dir.join(".coral.lock"),
             attach: dir.join(".coral.attach"),
             dir,
@@ -53,16 +59,34 @@ impl StorePaths {
     }
 
     /// The data files with a short label each, for disk-usage reports.
-    pub fn data_files(&self) -> [(&'static str, &Path); 7] {
+    pub fn data_files(&self) -> [(&'static str, &Path); 9] {
         [
             ("hot", &self.hot),
             ("warm", &self.warm),
             ("cold", &self.cold),
             ("vectors", &self.vectors),
             ("vector_index", &self.index),
+            ("vector_sums", &self.sums),
             ("journal", &self.wal),
             ("archive", &self.archive),
+            ("governance", &self.governance),
         ]
+    }
+
+    /// The vector file's embedder tag, `coral_vectors.meta.json` (written by the facade).
+    pub fn vector_meta(&self) -> PathBuf {
+        self.vectors.with_extension("meta.json")
+    }
+
+    /// Every file the store replaces atomically (and so may leave a temp file of).
+    pub fn checkpointed_files(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self
+            .data_files()
+            .iter()
+            .map(|(_, p)| p.to_path_buf())
+            .collect();
+        out.push(self.vector_meta());
+        out
     }
 }
 
@@ -77,7 +101,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(temp_name(&name, std::process::id()));
     let result = (|| {
         let mut f = File::create(&tmp).at(&tmp)?;
         f.write_all(bytes).at(&tmp)?;
@@ -94,6 +118,68 @@ pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The temp-file name [`write_atomic`] uses for `path` in process `pid`.
+fn temp_name(name: &str, pid: u32) -> String {
+    format!(".{name}.tmp-{pid}")
+}
+
+/// The temp files of [`write_atomic`] for the store's files that exist now, with their sizes.
+fn temp_files(paths: &StorePaths) -> Vec<(PathBuf, u64)> {
+    let targets = paths.checkpointed_files();
+    let mut dirs: Vec<&Path> = Vec::new();
+    for file in &targets {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    let mut found = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let ours = targets.iter().any(|t| {
+                t.parent().unwrap_or(Path::new(".")) == dir
+                    && t.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        name.strip_prefix(&format!(".{n}.tmp-")).is_some_and(|pid| {
+                            !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+                        })
+                    })
+            });
+            if ours {
+                let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                found.push((entry.path(), bytes));
+            }
+        }
+    }
+    found
+}
+
+/// Remove the temp files [`write_atomic`] left for the store's files when a process was killed
+/// between writing and renaming. Only call this holding the write lock: then no live process is
+/// in the middle of such a write. Returns (files removed, bytes freed).
+pub fn remove_orphaned_temp_files(paths: &StorePaths) -> (usize, u64) {
+    let mut removed = (0usize, 0u64);
+    for (path, bytes) in temp_files(paths) {
+        if std::fs::remove_file(&path).is_ok() {
+            removed.0 += 1;
+            removed.1 += bytes;
+        }
+    }
+    removed
+}
+
+/// Temp files of [`write_atomic`] for the store's files present now: (count, bytes). A
+/// checkpoint in progress has one; at open, left ones are removed.
+pub fn temp_file_usage(paths: &StorePaths) -> (usize, u64) {
+    temp_files(paths)
+        .iter()
+        .fold((0, 0), |(n, b), (_, bytes)| (n + 1, b + bytes))
 }
 
 /// fsync a directory so that renames in it are durable.
@@ -145,7 +231,19 @@ pub fn read_item_array(path: &Path) -> Result<Loaded> {
 /// [`read_item_array`] on bytes already read; `path` only names the file in errors.
 pub fn parse_item_array(bytes: &[u8], path: &Path) -> Result<Loaded> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Loaded::default());
+        // Every writer of these files writes at least `[]`; nothing at all means the file was
+        // cut short (a full disk, a killed non-atomic writer, an editor), and what it held is
+        // gone. Reading it as "no memories" would hide that loss.
+        return Err(Error::Corrupted {
+            path: path.to_path_buf(),
+            line: 1,
+            detail: format!(
+                "the file is empty ({} bytes) but a memory file always holds at least `[]`, so \
+                 it was truncated; restore it from a backup (`coral restore DIR`), or write `[]` \
+                 into it to start this tier empty",
+                bytes.len()
+            ),
+        });
     }
     let text = std::str::from_utf8(bytes).map_err(|e| Error::Corrupted {
         path: path.to_path_buf(),

@@ -40,6 +40,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backup;
+mod check;
 mod error;
 mod files;
 mod item;
@@ -48,13 +50,18 @@ mod lock;
 pub mod npy;
 mod pool;
 mod store;
+mod sums;
+mod vector_meta;
 
+pub use backup::{BackupFile, backup, read_checked, restore, restore_marker};
+pub use check::{CheckReport, Finding, Severity, check};
 pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
 };
 pub use item::{Item, PythonCompact, Tier, to_python_line};
-pub use journal::{Damage, Record, Scan, SyncPolicy, scan as scan_journal};
+pub use journal::{Damage, DamageKind, Line, Record, Scan, SyncPolicy, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};
-pub use store::{Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
+pub use store::{Closed, Repair, Snapshot, Store, StoreOptions, SyncOutcome, TierCounts};
+pub use vector_meta::{VectorMeta, read as read_vector_meta};

@@ -163,7 +163,7 @@ impl Drop for DirLock {
 /// The write lock: exclusive among processes, taken per call.
 #[derive(Debug)]
 pub struct WriteLock {
-    file: File,
+    file: Option<File>,
     path: PathBuf,
     held: bool,
 }
@@ -172,10 +172,19 @@ impl WriteLock {
     /// Open the lock file (not yet locked).
     pub fn open(path: &Path) -> Result<WriteLock> {
         Ok(WriteLock {
-            file: open_rw(path)?,
+            file: Some(open_rw(path)?),
             path: path.to_path_buf(),
             held: false,
         })
+    }
+
+    /// A write lock of a read-only store: never taken; [`WriteLock::lock`] fails.
+    pub fn detached(path: &Path) -> WriteLock {
+        WriteLock {
+            file: None,
+            path: path.to_path_buf(),
+            held: false,
+        }
     }
 
     /// Block until this process holds the lock. Returns false if it already did.
@@ -183,7 +192,13 @@ impl WriteLock {
         if self.held {
             return Ok(false);
         }
-        self.file.lock().at(&self.path)?;
+        let Some(file) = &self.file else {
+            return Err(Error::ReadOnly {
+                dir: dir_of(&self.path),
+                reason: "opened without write access".into(),
+            });
+        };
+        file.lock().at(&self.path)?;
         self.held = true;
         Ok(true)
     }
@@ -191,7 +206,9 @@ impl WriteLock {
     /// Release the lock (a no-op when not held).
     pub fn unlock(&mut self) {
         if self.held {
-            let _ = self.file.unlock();
+            if let Some(f) = &self.file {
+                let _ = f.unlock();
+            }
             self.held = false;
         }
     }
@@ -242,8 +259,11 @@ mod tests {
         let b = WriteLock::open(&path).unwrap();
         assert!(a.lock().unwrap());
         assert!(!a.lock().unwrap(), "already held");
-        assert!(b.file.try_lock().is_err(), "another holder is kept out");
+        assert!(
+            b.file.as_ref().unwrap().try_lock().is_err(),
+            "another holder is kept out"
+        );
         a.unlock();
-        assert!(b.file.try_lock().is_ok());
+        assert!(b.file.as_ref().unwrap().try_lock().is_ok());
     }
 }

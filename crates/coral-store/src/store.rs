@@ -12,6 +12,7 @@ use crate::journal::{self, Journal, Record, SyncPolicy};
 use crate::lock::{Attachment, WriteLock};
 use crate::npy;
 use crate::pool::{FeatureFn, Pool};
+use crate::sums;
 
 /// How to open a store.
 #[derive(Clone)]
@@ -26,32 +27,40 @@ pub struct StoreOptions {
     pub features: FeatureFn,
 }
 
-/// Damage found and contained while opening.
+/// Damage found in the journal and contained: the damaged lines are copied aside, every valid
+/// record around them is applied, and the journal is folded into a checkpoint so the damage is
+/// reported once.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Repair {
     /// The damaged file.
     pub path: PathBuf,
-    /// 1-based line of the first bad record.
+    /// 1-based line of the first problem.
     pub line: usize,
-    /// What was wrong.
+    /// Every problem found, `"line N: what"`, joined with `"; "`.
     pub detail: String,
-    /// How many lines were moved aside.
+    /// How many lines were set aside.
     pub lines: usize,
-    /// Where they were moved (never deleted).
-    pub quarantine: PathBuf,
+    /// Records lost: unreadable lines plus gaps in the sequence numbers.
+    pub missing: u64,
+    /// Where the set-aside lines were copied (never deleted); `None` when nothing was set
+    /// aside (only missing records).
+    pub quarantine: Option<PathBuf>,
 }
 
 impl std::fmt::Display for Repair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} line {}: {}; {} line(s) moved to {}",
-            self.path.display(),
-            self.line,
-            self.detail,
-            self.lines,
-            self.quarantine.display()
-        )
+        write!(f, "{}: {}", self.path.display(), self.detail)?;
+        if let Some(q) = &self.quarantine {
+            write!(f, "; {} line(s) moved to {}", self.lines, q.display())?;
+        }
+        if self.missing > 0 {
+            write!(
+                f,
+                "; {} record(s) are lost (restore from a backup if they mattered)",
+                self.missing
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -171,19 +180,61 @@ fn read_vectors(
         ));
         return none;
     }
+    let sums = match sums::read(&paths.sums) {
+        sums::Read::Found(s) => Some(s),
+        sums::Read::Missing => None,
+        sums::Read::Damaged(why) => {
+            notes.push(format!(
+                "{why}: the vectors were not checked against it (it is rewritten at the next \
+                 checkpoint)"
+            ));
+            None
+        }
+    };
     let mut by_id = HashMap::with_capacity(index.len());
     let mut orphans = 0;
+    let mut non_finite = 0;
+    let mut mismatched = 0;
     for (row, id) in index.into_iter().enumerate() {
-        if live.contains_key(&id) {
-            by_id.insert(id, row);
-        } else {
+        if !live.contains_key(&id) {
             orphans += 1;
+            continue;
         }
+        let v = matrix.row(row);
+        if v.iter().any(|x| !x.is_finite()) {
+            // A NaN scores as nothing and sorts unpredictably: the memory would never be found.
+            non_finite += 1;
+            continue;
+        }
+        if sums
+            .as_ref()
+            .is_some_and(|s| s.check(&id, v) == sums::Check::Differs)
+        {
+            mismatched += 1;
+            continue;
+        }
+        by_id.insert(id, row);
     }
     if orphans > 0 {
         notes.push(format!(
             "{orphans} vector(s) in {} belong to no stored item and were dropped",
             paths.vectors.display()
+        ));
+    }
+    if non_finite > 0 {
+        notes.push(format!(
+            "damaged vectors: {non_finite} row(s) of {} hold NaN or infinite values; those \
+             memories' vectors will be recomputed",
+            paths.vectors.display()
+        ));
+    }
+    if mismatched > 0 {
+        notes.push(format!(
+            "damaged vectors: {mismatched} row(s) of {} do not match the checksums in {} (ids \
+             swapped in {} or rows changed); those memories' vectors will be recomputed",
+            paths.vectors.display(),
+            paths.sums.display(),
+            paths.index.display()
         ));
     }
     (matrix, by_id)
@@ -226,17 +277,33 @@ pub enum SyncOutcome {
 pub struct Store {
     paths: StorePaths,
     options: StoreOptions,
-    attachment: Attachment,
+    /// `None` for a read-only store (see [`Store::open_read_only`]).
+    attachment: Option<Attachment>,
+    /// Why the store is read-only, when it is.
+    read_only: Option<String>,
     write_lock: WriteLock,
     journal: Journal,
     pool: Pool,
     skipped: [Vec<Skipped>; 3],
     repairs: Vec<Repair>,
     notes: Vec<String>,
+    /// Temp files of interrupted checkpoints removed at open: (count, bytes).
+    temp_files_removed: (usize, u64),
+    /// Why the last checkpoint after a commit failed, until one succeeds.
+    checkpoint_error: Option<String>,
+}
+
+/// What [`Store::close`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Closed {
+    /// Why the closing checkpoint failed, if it did (nothing was lost).
+    pub checkpoint_error: Option<String>,
 }
 
 /// Read the compatible files and replay the journal (the caller holds the write lock).
-fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
+/// With `writable` false nothing is written: damage is reported, not set aside, and the
+/// journal is not opened for appending.
+fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -> Result<Loaded> {
     let snapshot = Snapshot::read(paths, options.dim)?;
     let mut pool = Pool::new(options.dim, options.features.clone());
     let Snapshot {
@@ -260,14 +327,25 @@ fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e).at(&paths.wal),
     };
-    let scan = journal::scan(&wal_bytes);
+    let scan = journal::scan(&wal_bytes, None);
     let mut repairs = Vec::new();
-    let mut valid_len = scan.valid_len;
-    if let Some(damage) = &scan.damage {
-        let repair = quarantine(paths, options, &wal_bytes, damage)?;
-        valid_len = damage.offset;
-        notes.push(format!("journal damaged: {repair}"));
-        repairs.push(repair);
+    if !scan.damage.is_empty() {
+        if writable {
+            let repair = quarantine(paths, options, &wal_bytes, &scan.damage)?;
+            notes.push(format!("journal damaged: {repair}"));
+            repairs.push(repair);
+        } else {
+            let problems: Vec<String> = scan
+                .damage
+                .iter()
+                .map(|d| format!("line {}: {}", d.line, d.detail))
+                .collect();
+            notes.push(format!(
+                "journal damaged (not repaired: the store is read-only): {}: {}",
+                paths.wal.display(),
+                problems.join("; ")
+            ));
+        }
     }
     let mut generation = 0;
     let mut replayed = 0usize;
@@ -282,7 +360,17 @@ fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
     if replayed > 0 {
         notes.push(format!("replayed {replayed} journal record(s)"));
     }
-    let journal = Journal::open(&paths.wal, valid_len as u64, generation, options.sync)?;
+    let journal = if writable {
+        Journal::open(
+            &paths.wal,
+            scan.valid_len as u64,
+            generation,
+            scan.last_seq,
+            options.sync,
+        )?
+    } else {
+        Journal::detached(&paths.wal, scan.valid_len as u64, generation, scan.last_seq)
+    };
     Ok(Loaded {
         pool,
         skipped,
@@ -292,21 +380,46 @@ fn load(paths: &StorePaths, options: &StoreOptions) -> Result<Loaded> {
     })
 }
 
-/// Move a damaged journal tail aside (never deleted) and describe it.
+/// Copy the damaged lines of a journal aside (never deleted) and describe every problem.
 fn quarantine(
     paths: &StorePaths,
     options: &StoreOptions,
     bytes: &[u8],
-    damage: &journal::Damage,
+    damage: &[journal::Damage],
 ) -> Result<Repair> {
-    let target = quarantine_path(&paths.wal);
-    files::write_atomic(&target, &bytes[damage.offset..], options.sync.syncs())?;
+    let mut set_aside = Vec::new();
+    let mut lines = 0;
+    let mut missing = 0u64;
+    for d in damage {
+        if d.len > 0 {
+            set_aside.extend_from_slice(&bytes[d.offset..d.offset + d.len]);
+            lines += 1;
+        }
+        match d.kind {
+            journal::DamageKind::Missing { from, to } => missing += to - from + 1,
+            journal::DamageKind::Unreadable => missing += 1,
+            _ => {}
+        }
+    }
+    let quarantine = if set_aside.is_empty() {
+        None
+    } else {
+        let target = quarantine_path(&paths.wal);
+        files::write_atomic(&target, &set_aside, options.sync.syncs())?;
+        Some(target)
+    };
+    let detail = damage
+        .iter()
+        .map(|d| format!("line {}: {}", d.line, d.detail))
+        .collect::<Vec<_>>()
+        .join("; ");
     Ok(Repair {
         path: paths.wal.clone(),
-        line: damage.line,
-        detail: damage.detail.clone(),
-        lines: damage.lines,
-        quarantine: target,
+        line: damage.first().map_or(0, |d| d.line),
+        detail,
+        lines,
+        missing,
+        quarantine,
     })
 }
 
@@ -319,37 +432,165 @@ impl Store {
         if options.dim == 0 {
             return Err(Error::InvalidInput("vector dim must be at least 1".into()));
         }
+        let marker = crate::backup::restore_marker(&paths);
+        if marker.exists() {
+            return Err(Error::Corrupted {
+                path: marker,
+                line: 0,
+                detail: "a `coral restore` into this directory was interrupted, so its files \
+                         are part old, part restored; run the same `coral restore` again"
+                    .into(),
+            });
+        }
         std::fs::create_dir_all(&paths.dir).at(&paths.dir)?;
         let attachment = Attachment::attach(&paths.attach)?;
         let mut write_lock = WriteLock::open(&paths.lock)?;
         write_lock.lock()?;
-        let loaded = load(&paths, &options);
-        write_lock.unlock();
+        let loaded = match load(&paths, &options, true) {
+            Ok(l) => l,
+            Err(e) => {
+                write_lock.unlock();
+                return Err(e);
+            }
+        };
         let Loaded {
             pool,
             skipped,
             notes,
             repairs,
             journal,
-        } = loaded?;
-        Ok(Store {
+        } = loaded;
+        let mut store = Store {
             paths,
             options,
-            attachment,
+            attachment: Some(attachment),
+            read_only: None,
             write_lock,
             journal,
             pool,
             skipped,
             repairs,
             notes,
+            temp_files_removed: (0, 0),
+            checkpoint_error: None,
+        };
+        // Under the write lock no other process is between writing a temp file and renaming
+        // it, so every temp file of ours that exists now was left by a killed checkpoint.
+        store.temp_files_removed = files::remove_orphaned_temp_files(&store.paths);
+        let (n, bytes) = store.temp_files_removed;
+        if n > 0 {
+            store.notes.push(format!(
+                "removed {n} temp file(s) ({bytes} bytes) left by an interrupted checkpoint"
+            ));
+        }
+        if !store.repairs.is_empty() {
+            store.fold_damage();
+        }
+        store.write_lock.unlock();
+        Ok(store)
+    }
+
+    /// Open the store without writing anything, for reading where the directory cannot be
+    /// written (`reason` says why: a read-only file system, no permission, a full disk). The
+    /// files and the journal are read as [`Store::open`] reads them, damage is reported but not
+    /// set aside, and the result is a snapshot: other processes' later writes are not followed.
+    /// Every write fails with [`Error::ReadOnly`].
+    pub fn open_read_only(
+        paths: StorePaths,
+        options: StoreOptions,
+        reason: impl Into<String>,
+    ) -> Result<Store> {
+        if options.dim == 0 {
+            return Err(Error::InvalidInput("vector dim must be at least 1".into()));
+        }
+        if !paths.dir.is_dir() {
+            return Err(Error::Io {
+                path: paths.dir.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the data directory does not exist",
+                ),
+            });
+        }
+        // Read under a shared lock when the lock file exists, so no writer is half-way through
+        // a checkpoint meanwhile (on a read-only file system there are no writers).
+        let lock = std::fs::File::open(&paths.lock).ok();
+        if let Some(f) = &lock {
+            let _ = f.lock_shared();
+        }
+        let loaded = load(&paths, &options, false);
+        drop(lock);
+        let Loaded {
+            pool,
+            skipped,
+            mut notes,
+            repairs,
+            journal,
+        } = loaded?;
+        let reason = reason.into();
+        notes.push(format!(
+            "read-only ({reason}): reading works, nothing is recorded"
+        ));
+        Ok(Store {
+            write_lock: WriteLock::detached(&paths.lock),
+            paths,
+            options,
+            attachment: None,
+            read_only: Some(reason),
+            journal,
+            pool,
+            skipped,
+            repairs,
+            notes,
+            temp_files_removed: (0, 0),
+            checkpoint_error: None,
         })
+    }
+
+    /// Why the store is read-only, when it is.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    fn refuse_if_read_only(&self) -> Result<()> {
+        match &self.read_only {
+            Some(reason) => Err(Error::ReadOnly {
+                dir: self.paths.dir.clone(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Fold a journal in which damage was just contained into a checkpoint, so the damaged
+    /// lines (already copied aside) are gone from it and the damage is reported once. Called
+    /// holding the write lock. A failed checkpoint is noted, not fatal: the records are applied
+    /// and the journal still holds them.
+    fn fold_damage(&mut self) {
+        if let Err(e) = self.checkpoint_locked() {
+            self.notes.push(format!(
+                "could not fold the repaired journal into a checkpoint ({e}); its damage will be \
+                 reported again at the next open"
+            ));
+        }
+    }
+
+    /// Temp files of the store's atomic writes present now: (count, bytes). One while a
+    /// checkpoint of another process is in progress; at open, left ones are removed.
+    pub fn temp_file_usage(&self) -> (usize, u64) {
+        files::temp_file_usage(&self.paths)
+    }
+
+    /// Temp files left by interrupted checkpoints that this open removed: (count, bytes).
+    pub fn temp_files_removed(&self) -> (usize, u64) {
+        self.temp_files_removed
     }
 
     /// Take the write lock and apply what other processes wrote since this one last looked.
     /// Hold it across reading, deciding and committing, then [`Store::release`] it. Nested
     /// calls are cheap no-ops.
     pub fn acquire(&mut self) -> Result<SyncOutcome> {
-        if self.write_lock.held() {
+        if self.write_lock.held() || self.read_only.is_some() {
             return Ok(SyncOutcome::Current);
         }
         // Most of what others wrote is applied before waiting for the lock, so the locked
@@ -386,7 +627,12 @@ impl Store {
         let Ok(bytes) = self.journal.read_from(start) else {
             return Vec::new();
         };
-        let scan = journal::scan(&bytes);
+        let scan = journal::scan(&bytes, self.journal.last_seq());
+        // Only the clean prefix: damage is handled under the lock by `catch_up`.
+        let clean = scan.damage.first().map_or(scan.records.len(), |_| 0);
+        if clean == 0 {
+            return Vec::new();
+        }
         let mut changed = Vec::with_capacity(scan.records.len());
         for record in scan.records {
             if let Some(id) = record.id() {
@@ -394,7 +640,8 @@ impl Store {
             }
             apply(&mut self.pool, record);
         }
-        self.journal.advance_to(start + scan.valid_len as u64);
+        self.journal
+            .advance_to(start + scan.valid_len as u64, scan.last_seq);
         changed
     }
 
@@ -421,11 +668,12 @@ impl Store {
         }
         let start = self.journal.len();
         let bytes = self.journal.read_from(start)?;
-        let scan = journal::scan(&bytes);
-        let mut end = start + scan.valid_len as u64;
-        if let Some(damage) = &scan.damage {
-            let repair = quarantine(&self.paths, &self.options, &bytes, damage)?;
-            end = start + damage.offset as u64;
+        let scan = journal::scan(&bytes, self.journal.last_seq());
+        let end = start + scan.valid_len as u64;
+        let damaged = !scan.damage.is_empty();
+        if damaged {
+            // Offsets in the damage are relative to `bytes`.
+            let repair = quarantine(&self.paths, &self.options, &bytes, &scan.damage)?;
             self.notes.push(format!("journal damaged: {repair}"));
             self.repairs.push(repair);
         }
@@ -436,7 +684,10 @@ impl Store {
             }
             apply(&mut self.pool, record);
         }
-        self.journal.set_end(end)?;
+        self.journal.set_end(end, scan.last_seq)?;
+        if damaged {
+            self.fold_damage();
+        }
         Ok(SyncOutcome::Applied(changed))
     }
 
@@ -448,16 +699,20 @@ impl Store {
             notes,
             repairs,
             journal,
-        } = load(&self.paths, &self.options)?;
+        } = load(&self.paths, &self.options, true)?;
         self.pool = pool;
         self.skipped = skipped;
         self.journal = journal;
+        let damaged = !repairs.is_empty();
         self.repairs.extend(repairs);
         self.notes.extend(
             notes
                 .into_iter()
                 .filter(|n| n.starts_with("journal damaged")),
         );
+        if damaged {
+            self.fold_damage();
+        }
         Ok(())
     }
 
@@ -525,6 +780,7 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
+        self.refuse_if_read_only()?;
         let took = !self.write_lock.held();
         self.acquire()?;
         let result = self.commit_locked(records);
@@ -565,17 +821,36 @@ impl Store {
                 .append(true)
                 .open(path)
                 .at(path)?;
-            f.write_all(&archive).at(path)?;
-            if self.options.sync == SyncPolicy::Always {
-                f.sync_data().at(path)?;
+            let before = f.metadata().at(path)?.len();
+            let written = f.write_all(&archive).and_then(|()| {
+                if self.options.sync == SyncPolicy::Always {
+                    f.sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = written {
+                // A torn archive line would be read back as a skipped entry: cut it off.
+                let _ = f.set_len(before);
+                return Err(e).at(path);
             }
         }
+        // From here the records are durable once the append returns: nothing after it may
+        // turn the commit into a failure (a caller that retries would apply it twice).
         self.journal.append(&records)?;
         for r in records {
             apply(&mut self.pool, r);
         }
         if self.journal.len() > self.options.wal_max_bytes {
-            self.checkpoint_locked()?;
+            match self.checkpoint_locked() {
+                Ok(()) => self.checkpoint_error = None,
+                Err(e) => {
+                    self.checkpoint_error = Some(format!(
+                        "a checkpoint after a commit failed ({e}); nothing is lost, the journal \
+                         keeps growing until one succeeds"
+                    ))
+                }
+            }
         }
         Ok(())
     }
@@ -655,6 +930,7 @@ impl Store {
     /// files that lose them, so a crash at any point leaves every item in at least one file),
     /// then start a fresh journal. The journal is only reset once every file is durable.
     pub fn checkpoint(&mut self) -> Result<()> {
+        self.refuse_if_read_only()?;
         let took = !self.write_lock.held();
         self.acquire()?;
         let result = self.checkpoint_locked();
@@ -686,9 +962,14 @@ impl Store {
         files::write_atomic(&self.paths.vectors, &npy::encode(rows, dim, &data), sync)?;
         files::write_atomic(
             &self.paths.index,
-            &files::encode_index(ids.into_iter()),
+            &files::encode_index(ids.iter().copied()),
             sync,
         )?;
+        let rows_of = ids
+            .iter()
+            .enumerate()
+            .map(|(r, id)| (*id, &data[r * dim..(r + 1) * dim]));
+        files::write_atomic(&self.paths.sums, &sums::encode(rows_of), sync)?;
         for tier in [Tier::Cold, Tier::Warm, Tier::Hot] {
             let mut rows: Vec<&Item> = pool.tier_rows(tier).iter().map(|r| pool.item(r)).collect();
             rows.sort_by(|a, b| {
@@ -717,6 +998,31 @@ impl Store {
         self.journal.reset(next)
     }
 
+    /// Which embedder made the stored vectors, from `coral_vectors.meta.json`.
+    pub fn vector_meta(&self) -> Option<crate::VectorMeta> {
+        crate::vector_meta::read(&self.paths.vector_meta())
+    }
+
+    /// Record which embedder made the stored vectors (atomically, under the write lock, so a
+    /// concurrent open never takes its temp file for a leftover). A no-op when unchanged.
+    pub fn set_vector_meta(&mut self, meta: &crate::VectorMeta) -> Result<()> {
+        if self.vector_meta().as_ref() == Some(meta) {
+            return Ok(());
+        }
+        self.refuse_if_read_only()?;
+        let took = !self.write_lock.held();
+        self.acquire()?;
+        let result = files::write_atomic(
+            &self.paths.vector_meta(),
+            &crate::vector_meta::encode(meta),
+            true,
+        );
+        if took {
+            self.release();
+        }
+        result
+    }
+
     /// fsync the journal now.
     pub fn sync(&self) -> Result<()> {
         self.journal.sync()
@@ -739,6 +1045,7 @@ impl Store {
     /// Drop the oldest archive entries until the archive file holds at most `max_bytes`
     /// (whole lines only; rewritten atomically). Returns the bytes freed.
     pub fn trim_archive(&mut self, max_bytes: u64) -> Result<u64> {
+        self.refuse_if_read_only()?;
         let path = self.paths.archive.clone();
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -770,18 +1077,41 @@ impl Store {
     }
 
     /// Leave the data directory: checkpoint when no other process has it open (otherwise the
-    /// journal, already durable, is left for whoever closes last), and fsync.
-    pub fn close(mut self) -> Result<()> {
-        if self.attachment.alone() {
-            self.checkpoint()
-        } else {
-            self.journal.sync()
+    /// journal, already durable, is left for whoever closes last), and fsync. A checkpoint that
+    /// fails (a full disk) loses nothing, since the journal holds every change: it is reported
+    /// in [`Closed::checkpoint_error`], and only a failed fsync of the journal is an error.
+    pub fn close(mut self) -> Result<Closed> {
+        if self.read_only.is_some() {
+            return Ok(Closed::default());
         }
+        if self.alone() {
+            match self.checkpoint() {
+                Ok(()) => Ok(Closed::default()),
+                Err(e) => {
+                    self.journal.sync()?;
+                    Ok(Closed {
+                        checkpoint_error: Some(format!(
+                            "the closing checkpoint failed ({e}); nothing is lost: the journal \
+                             holds every change and the next open replays it"
+                        )),
+                    })
+                }
+            }
+        } else {
+            self.journal.sync()?;
+            Ok(Closed::default())
+        }
+    }
+
+    /// Why the last checkpoint this store tried after a commit failed, if it did (the commit
+    /// itself succeeded; the next commit tries again).
+    pub fn checkpoint_error(&self) -> Option<&str> {
+        self.checkpoint_error.as_deref()
     }
 
     /// Whether this is the only process with the directory open.
     pub fn alone(&self) -> bool {
-        self.attachment.alone()
+        self.attachment.as_ref().is_some_and(Attachment::alone)
     }
 }
 

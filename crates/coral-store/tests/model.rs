@@ -697,20 +697,9 @@ fn a_torn_final_line_is_dropped_silently() {
     }
 }
 
-#[test]
-fn a_damaged_middle_record_is_quarantined_with_everything_after_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = open(dir.path(), 1 << 20);
-    // Line 1 is the journal's begin record; lines 2..=6 are these puts.
-    let puts: Vec<Record> = (1..=5).map(sample_put).collect();
-    for p in &puts {
-        store.commit(vec![p.clone()]).unwrap();
-    }
-    let wal = store.paths().wal.clone();
-    drop(store);
-
-    let mut bytes = std::fs::read(&wal).unwrap();
-    let starts: Vec<usize> = std::iter::once(0)
+/// Byte offsets where each line of `bytes` starts.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
         .chain(
             bytes
                 .iter()
@@ -719,23 +708,53 @@ fn a_damaged_middle_record_is_quarantined_with_everything_after_it() {
                 .map(|(i, _)| i + 1),
         )
         .filter(|&i| i < bytes.len())
-        .collect();
+        .collect()
+}
+
+/// A journal of a begin record and five puts, written and closed without a checkpoint.
+fn five_puts(dir: &Path) -> (Vec<Record>, PathBuf) {
+    let mut store = open(dir, 1 << 20);
+    // Line 1 is the journal's begin record; lines 2..=6 are these puts.
+    let puts: Vec<Record> = (1..=5).map(sample_put).collect();
+    for p in &puts {
+        store.commit(vec![p.clone()]).unwrap();
+    }
+    let wal = store.paths().wal.clone();
+    drop(store);
+    (puts, wal)
+}
+
+#[test]
+fn a_damaged_middle_record_is_set_aside_alone_and_the_rest_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let (puts, wal) = five_puts(dir.path());
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let starts = line_starts(&bytes);
     assert_eq!(starts.len(), 6, "journal should hold 6 lines");
-    let line3 = starts[2];
-    // Inside the payload (past the 24-byte crc header), in the item's JSON.
-    bytes[line3 + 40] ^= 0x01;
+    let (line3, line4) = (starts[2], starts[3]);
+    // Inside the payload, in the item's JSON.
+    bytes[line3 + 60] ^= 0x01;
     std::fs::write(&wal, &bytes).unwrap();
-    let tail = bytes[line3..].to_vec();
+    let bad_line = bytes[line3..line4].to_vec();
 
     let mut store = open(dir.path(), 1 << 20);
-    let mut model = model_of(&puts[..1]);
+    // Every record but the damaged one (the second put) is there: before, the damaged line
+    // took every later valid record with it.
+    let kept: Vec<Record> = puts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, p)| p.clone())
+        .collect();
+    let mut model = model_of(&kept);
     assert_same(&store, &model, "after repair");
     let repairs = store.repairs().to_vec();
     assert_eq!(repairs.len(), 1, "{repairs:?}");
     let repair = &repairs[0];
     assert_eq!(repair.path, wal);
     assert_eq!(repair.line, 3);
-    assert_eq!(repair.lines, 4, "lines 3..=6 are moved aside");
+    assert_eq!(repair.lines, 1, "only line 3 is moved aside");
+    assert_eq!(repair.missing, 1, "one record is lost");
     let shown = repair.to_string();
     assert!(
         shown.contains(&wal.display().to_string()) && shown.contains("line 3"),
@@ -747,14 +766,16 @@ fn a_damaged_middle_record_is_quarantined_with_everything_after_it() {
         store.notes()
     );
     let quarantined = corrupt_files(dir.path());
-    assert_eq!(quarantined, vec![repair.quarantine.clone()]);
+    let q = repair.quarantine.clone().expect("a quarantine file");
+    assert_eq!(quarantined, vec![q.clone()]);
     assert_eq!(
-        std::fs::read(&repair.quarantine).unwrap(),
-        tail,
-        "tail not kept verbatim"
+        std::fs::read(&q).unwrap(),
+        bad_line,
+        "line not kept verbatim"
     );
 
-    // The store goes on: new commits land after the kept prefix and reopen cleanly.
+    // The repaired journal was folded into a checkpoint: new commits land cleanly and a reopen
+    // reports nothing again.
     let more = vec![
         sample_put(6),
         Record::Move {
@@ -770,5 +791,107 @@ fn a_damaged_middle_record_is_quarantined_with_everything_after_it() {
     assert!(store.repairs().is_empty(), "{:?}", store.repairs());
     assert_same(&store, &model, "clean reopen after repair");
     assert_eq!(corrupt_files(dir.path()), quarantined);
-    assert_eq!(std::fs::read(&repair.quarantine).unwrap(), tail);
+}
+
+#[test]
+fn a_line_deleted_from_the_middle_is_reported_as_missing_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (puts, wal) = five_puts(dir.path());
+    let bytes = std::fs::read(&wal).unwrap();
+    let starts = line_starts(&bytes);
+    // Delete line 4 (the third put): before sequence numbers this went unnoticed.
+    let mut cut = bytes[..starts[3]].to_vec();
+    cut.extend_from_slice(&bytes[starts[4]..]);
+    std::fs::write(&wal, &cut).unwrap();
+
+    let store = open(dir.path(), 1 << 20);
+    let kept: Vec<Record> = puts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, p)| p.clone())
+        .collect();
+    assert_same(&store, &model_of(&kept), "the other records are applied");
+    let repairs = store.repairs();
+    assert_eq!(repairs.len(), 1, "{repairs:?}");
+    assert_eq!(repairs[0].missing, 1);
+    assert_eq!(repairs[0].lines, 0);
+    assert!(repairs[0].quarantine.is_none());
+    assert!(
+        repairs[0].to_string().contains("record 3 is missing"),
+        "{}",
+        repairs[0]
+    );
+    assert!(corrupt_files(dir.path()).is_empty());
+    drop(store);
+    assert!(
+        open(dir.path(), 1 << 20).repairs().is_empty(),
+        "reported once"
+    );
+}
+
+#[test]
+fn damage_another_process_left_is_contained_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reader = open(dir.path(), 1 << 20);
+    let (puts, wal) = {
+        let mut writer = open(dir.path(), 1 << 20);
+        let puts: Vec<Record> = (1..=4).map(sample_put).collect();
+        for p in &puts {
+            writer.commit(vec![p.clone()]).unwrap();
+        }
+        (puts, writer.paths().wal.clone())
+    };
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let starts = line_starts(&bytes);
+    bytes[starts[2] + 60] ^= 0x01; // the second put
+    std::fs::write(&wal, &bytes).unwrap();
+    reader.acquire().unwrap();
+    reader.release();
+    let kept = [puts[0].clone(), puts[2].clone(), puts[3].clone()];
+    assert_same(&reader, &model_of(&kept), "caught up around the damage");
+    assert_eq!(reader.repairs().len(), 1, "{:?}", reader.repairs());
+    assert_eq!(reader.repairs()[0].lines, 1);
+}
+
+#[test]
+fn temp_files_of_killed_checkpoints_are_removed_at_open_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path(), 1 << 20));
+    let left = [
+        (".coral_warm.json.tmp-4242", 100usize),
+        (".coral_vectors.npy.tmp-77", 4096),
+        (".coral_vectors.meta.json.tmp-9", 10),
+    ];
+    let foreign = [
+        ".notes.txt.tmp-1",
+        ".coral_warm.json.tmp-x1",
+        "coral_warm.json.tmp-5",
+    ];
+    for (name, len) in left {
+        std::fs::write(dir.path().join(name), vec![b'x'; len]).unwrap();
+    }
+    for name in foreign {
+        std::fs::write(dir.path().join(name), b"keep").unwrap();
+    }
+    let store = open(dir.path(), 1 << 20);
+    assert_eq!(store.temp_files_removed(), (3, 4206));
+    assert!(
+        store.notes().iter().any(|n| n.contains("3 temp file(s)")),
+        "{:?}",
+        store.notes()
+    );
+    for (name, _) in left {
+        assert!(!dir.path().join(name).exists(), "{name} left behind");
+    }
+    for name in foreign {
+        assert!(
+            dir.path().join(name).exists(),
+            "{name} is not ours and must stay"
+        );
+    }
+    assert_eq!(store.temp_file_usage(), (0, 0));
+    // A temp file present while running (another process's checkpoint) is counted.
+    std::fs::write(dir.path().join(".coral_cold.jsonl.tmp-5"), b"12345").unwrap();
+    assert_eq!(store.temp_file_usage(), (1, 5));
 }

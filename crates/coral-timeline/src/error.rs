@@ -46,6 +46,19 @@ pub enum Error {
         /// What is wrong and what to do.
         detail: String,
     },
+    /// Nothing can be recorded: the file system is read-only, the directory or file cannot be
+    /// written, or the disk is full. Nothing was written; reads still work.
+    #[error(
+        "timeline database {}: cannot record anything here ({reason}); nothing was written \
+         (free some space or make the directory writable, then retry)",
+        path.display()
+    )]
+    Unwritable {
+        /// The database file.
+        path: PathBuf,
+        /// Why it cannot be written.
+        reason: String,
+    },
     /// The summarising language model failed or gave an unusable answer; nothing was written
     /// and the next call tries again.
     #[error("summary model: {0}")]
@@ -57,7 +70,8 @@ pub enum Error {
 
 impl Error {
     /// A short machine-readable code for transports: `invalid_input`, `unknown_turn`,
-    /// `turn_closed`, `pending_actions`, `conflict`, `llm_failed`, `corrupted` or `storage`.
+    /// `turn_closed`, `pending_actions`, `conflict`, `llm_failed`, `corrupted`, `unwritable` or
+    /// `storage`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "invalid_input",
@@ -66,6 +80,7 @@ impl Error {
             Error::PendingActions { .. } => "pending_actions",
             Error::Conflict(_) => "conflict",
             Error::Corrupted { .. } => "corrupted",
+            Error::Unwritable { .. } => "unwritable",
             Error::Llm(_) => "llm_failed",
             Error::Sqlite(_) => "storage",
         }
@@ -75,7 +90,7 @@ impl Error {
     pub fn is_caller_error(&self) -> bool {
         !matches!(
             self,
-            Error::Corrupted { .. } | Error::Sqlite(_) | Error::Llm(_)
+            Error::Corrupted { .. } | Error::Unwritable { .. } | Error::Sqlite(_) | Error::Llm(_)
         )
     }
 }

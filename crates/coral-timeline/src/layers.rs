@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 
 use chrono_tz::Tz;
+use coral_score::{json_for_model, one_line, push_quoted};
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 use serde_json::Value;
@@ -857,19 +858,17 @@ pub(crate) fn render_card(card: &SummaryCard, zone: Tz) -> String {
     out
 }
 
-/// `text` on one line (line breaks become spaces).
-fn one_line(text: &str) -> String {
+/// `text` with every run of whitespace (line breaks included) made one space, trimmed: how
+/// titles, hints and terms are stored. Rendering quotes them again (`one_line`).
+fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Every line of `text` indented by two spaces, so nothing inside quoted material can pose as
-/// a header of the context.
+/// Every line of `text` indented by two spaces (every Unicode line break starts one, controls
+/// are escaped: `coral_score::push_quoted`), so nothing inside quoted material can pose as a
+/// header, a date or a role label of the context.
 pub(crate) fn push_indented(out: &mut String, text: &str) {
-    for line in text.split('\n') {
-        out.push_str("  ");
-        out.push_str(line.trim_end_matches('\r'));
-        out.push('\n');
-    }
+    push_quoted(out, text, "  ");
 }
 
 /// One unit rendered for the context or for the summariser: a date header when the day
@@ -992,7 +991,7 @@ fn rollup_prompt(batch: &[SummaryCard], existing: &[SummaryCard], zone: Tz) -> S
         "Distil long-term memories from these {} episodic summaries (a JSON array of quoted \
          data):\n{}",
         batch.len(),
-        serde_json::to_string(&items).unwrap_or_default()
+        json_for_model(&serde_json::to_string(&items).unwrap_or_default())
     );
     if !existing.is_empty() {
         let known: Vec<Value> = existing
@@ -1013,7 +1012,7 @@ fn rollup_prompt(batch: &[SummaryCard], existing: &[SummaryCard], zone: Tz) -> S
             "\n\nLong-term memories already kept (quoted data). When a memory you write \
              restates, extends or corrects one of them, set its \"updates\" to that id and write \
              the complete updated memory:\n{}",
-            serde_json::to_string(&known).unwrap_or_default()
+            json_for_model(&serde_json::to_string(&known).unwrap_or_default())
         ));
     }
     prompt
@@ -1156,9 +1155,9 @@ fn parse_episodic(answer: &str) -> Result<Draft> {
     let map = json_object(answer)?;
     Ok(Draft {
         updates: None,
-        title: one_line(&text_field(&map, &["title"], MAX_TITLE_CHARS, true)?),
+        title: squeeze(&text_field(&map, &["title"], MAX_TITLE_CHARS, true)?),
         body: text_field(&map, &["summary", "content"], MAX_BODY_CHARS, true)?,
-        hint: one_line(&text_field(&map, &["hint"], MAX_HINT_CHARS, false)?),
+        hint: squeeze(&text_field(&map, &["hint"], MAX_HINT_CHARS, false)?),
         facet: None,
         entity_anchors: terms_field(&map, "entity_anchors")?,
         topic_terms: terms_field(&map, "topic_terms")?,
@@ -1197,9 +1196,9 @@ fn parse_semantic(answer: &str) -> Result<Vec<Draft>> {
             let updates = text_field(m, &["updates"], 64, false)?;
             Ok(Draft {
                 updates: (!updates.is_empty()).then_some(updates),
-                title: one_line(&text_field(m, &["title"], MAX_TITLE_CHARS, true)?),
+                title: squeeze(&text_field(m, &["title"], MAX_TITLE_CHARS, true)?),
                 body: text_field(m, &["content", "summary"], MAX_BODY_CHARS, true)?,
-                hint: one_line(&text_field(m, &["hint"], MAX_HINT_CHARS, false)?),
+                hint: squeeze(&text_field(m, &["hint"], MAX_HINT_CHARS, false)?),
                 facet,
                 entity_anchors: terms_field(m, "entity_anchors")?,
                 topic_terms: terms_field(m, "topic_terms")?,
@@ -1210,7 +1209,7 @@ fn parse_semantic(answer: &str) -> Result<Vec<Draft>> {
 
 /// A term as it is kept: NFKC, runs of whitespace made one space, trimmed.
 fn clean_term(text: &str) -> String {
-    one_line(&text.nfkc().collect::<String>())
+    squeeze(&text.nfkc().collect::<String>())
 }
 
 /// A term as it is compared: [`clean_term`], lower case. Catalogue keywords, duplicate terms

@@ -12,6 +12,11 @@
 //!
 //! Time is a parameter (`now`, Unix seconds) of every call that writes.
 //!
+//! Damage is said out loud: a writable open copies a damaged write-ahead log aside and reports
+//! it ([`Timeline::repairs`]), and [`Timeline::check`] lists every problem of the file. Where
+//! nothing can be written (read-only file system, full disk) the timeline opens read-only
+//! ([`Timeline::read_only`]): reads work and writes answer [`Error::Unwritable`].
+//!
 //! ```
 //! use coral_timeline::{
 //!     BeginTurn, CompleteTurn, HistoryFormat, Namespace, OpenRequest, ReadStatus, Timeline,
@@ -57,7 +62,9 @@
 //! # Ok::<(), coral_timeline::Error>(())
 //! ```
 
+mod backup;
 mod browse;
+mod check;
 mod context;
 mod cursor;
 mod entry;
@@ -66,6 +73,7 @@ mod history;
 mod layers;
 mod metrics;
 mod namespace;
+mod open;
 mod owner;
 mod read;
 mod retrieve;
@@ -74,11 +82,14 @@ mod settle;
 mod timeline;
 mod turns;
 mod tz;
+mod wal;
 
+pub use backup::{backup_file, restore_file};
 pub use browse::{
     BrowseCard, BrowseRequest, BrowseResult, Coverage, DEFAULT_PAGE_SIZE, KeywordHit, KeywordMatch,
     MAX_PAGE_SIZE, OpenedSummary, SourcesPage, keyword_hits,
 };
+pub use check::{Problem, Repair};
 pub use context::{CONTEXT_HEADER, Context, ContextRequest};
 pub use entry::{
     EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
@@ -92,6 +103,7 @@ pub use layers::{
 };
 pub use metrics::Metrics;
 pub use namespace::{DEFAULT_ID, MAX_ID_CHARS, Namespace};
+pub use open::{Access, Durability, Options};
 pub use owner::Owner;
 pub use read::{
     DEFAULT_ANCHOR_TURNS, Detail, EntryView, MAX_ANCHOR_TURNS, OpenRequest, OpenResult,
@@ -107,7 +119,7 @@ pub use settle::{
     CardFields, Classification, MIN_SETTLE_BYTES, Policy, classify, estimate_tokens, reload_card,
     sha256_hex,
 };
-pub use timeline::{Durability, Options, Timeline};
+pub use timeline::Timeline;
 pub use turns::{
     BeginTurn, Closed, CompleteTurn, ExchangeRefs, MAX_STIMULI, Recovered, SettledResult,
     SettlementReport, ToolExchange, TurnHandle, TurnStatus, TurnView,

@@ -109,7 +109,15 @@ fn check_name(what: &str, value: &str) -> Result<()> {
 /// a reload card and typed back by a model without escaping.
 pub(crate) fn check_id(what: &str, value: &str) -> Result<()> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
-    if value.is_empty() || value.len() > MAX_ID_CHARS || !value.chars().all(ok_char) {
+    if value.len() > MAX_ID_CHARS {
+        // Not echoed: it may be megabytes.
+        return invalid(format!(
+            "{what} is {} bytes, not a valid id: use 1 to {MAX_ID_CHARS} letters, digits, \
+             '.', '_', ':' or '-'",
+            value.len()
+        ));
+    }
+    if value.is_empty() || !value.chars().all(ok_char) {
         return invalid(format!(
             "{what} {value:?} is not a valid id: use 1 to {MAX_ID_CHARS} letters, digits, \
              '.', '_', ':' or '-'"

@@ -793,12 +793,9 @@ impl Timeline {
     }
 }
 
+/// The first 200 characters of `text` on one line (`coral_score::preview`).
 pub(crate) fn preview(text: &str) -> String {
-    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match collapsed.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &collapsed[..cut]),
-        None => collapsed,
-    }
+    coral_score::preview(text, 200).0
 }
 
 fn range_keys(

@@ -21,6 +21,7 @@ use coral_score::{Bm25Index, Bm25Params, Bm25Query, cosine, keyword_terms, rrf};
 use rusqlite::{Transaction, params};
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::layers::{
     FACETS, LayerSettings, SUMMARY_SELECT, SummaryCard, card_from_sql, floor_of, open_turns,
     visible_summaries,
@@ -792,7 +793,9 @@ impl Timeline {
                     .zip(&vectors)
                     .map(|(&d, v)| (index.docs[d as usize].id.clone(), encode(v)))
                     .collect();
-                self.write(|tx| {
+                // The vectors are a cache: where nothing can be written (read-only, full
+                // disk) they are kept in memory only, and the ranking is the same.
+                let cached = self.write(|tx| {
                     let mut stmt = tx.prepare_cached(
                         "INSERT OR REPLACE INTO vectors (hard_key, item_id, model, vector) \
                          VALUES (?1, ?2, ?3, ?4)",
@@ -801,7 +804,15 @@ impl Timeline {
                         stmt.execute(params![hk, id, m, blob])?;
                     }
                     Ok(())
-                })?;
+                });
+                match cached {
+                    Err(Error::Unwritable { .. }) if self.read_only().is_some() => {}
+                    Err(Error::Unwritable { reason, .. }) => warnings.push(format!(
+                        "computed vectors are not saved ({reason}); this process keeps them in \
+                         memory"
+                    )),
+                    other => other?,
+                }
                 for (d, v) in missing.into_iter().zip(vectors) {
                     index.vectors.insert(d, v);
                 }

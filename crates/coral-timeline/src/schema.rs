@@ -2,17 +2,31 @@
 //!
 //! Migration `i` takes the schema from version `i` to `i + 1`. Opening runs the missing ones in
 //! one `BEGIN IMMEDIATE` transaction (so two processes opening a new file at once cannot both
-//! migrate it), and refuses a file whose version is newer than this build knows.
+//! migrate it), and refuses a file whose version is newer than this build knows. A read-only
+//! open migrates nothing and needs the current version.
 //!
 //! Every table carries `hard_key` (the namespace's tenant, user and domain as one JSON array),
 //! and every query of this crate filters on it.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
 use crate::error::Result;
 
 /// `user_version` of a database this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The tables of a database at [`SCHEMA_VERSION`] (what `Timeline::check` looks for).
+pub(crate) const TABLES: &[&str] = &[
+    "meta",
+    "turns",
+    "entries",
+    "settlements",
+    "summaries",
+    "summary_sources",
+    "closures",
+    "compaction",
+    "vectors",
+];
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1: turns, entries, their settlement, and the cursor secret.
@@ -166,10 +180,10 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
-/// Bring `conn` to [`SCHEMA_VERSION`] and return the cursor secret (stored on first open), or
-/// say why the file cannot be used. A file newer than this build is left untouched.
-pub(crate) fn migrate(conn: &mut Connection, fresh_secret: [u8; 32]) -> Result<Migrated> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+/// Bring the database of `tx` (a `BEGIN IMMEDIATE` transaction the caller commits) to
+/// [`SCHEMA_VERSION`] and return the cursor secret (stored on first open), or say why the file
+/// cannot be used. A file newer than this build is left untouched.
+pub(crate) fn migrate(tx: &Transaction<'_>, fresh_secret: [u8; 32]) -> Result<Migrated> {
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version > SCHEMA_VERSION {
         return Ok(Migrated::TooNew(version));
@@ -182,14 +196,30 @@ pub(crate) fn migrate(conn: &mut Connection, fresh_secret: [u8; 32]) -> Result<M
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('cursor_secret', ?1)",
         [&fresh_secret[..]],
     )?;
-    let stored: Option<Vec<u8>> = tx
+    secret(tx, version)
+}
+
+/// The cursor secret of a database that cannot be written: only a current schema is usable
+/// (a migration writes).
+pub(crate) fn read_only(conn: &Connection) -> Result<Migrated> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Ok(Migrated::TooNew(version));
+    }
+    if version < SCHEMA_VERSION {
+        return Ok(Migrated::NeedsUpgrade(version));
+    }
+    secret(conn, version)
+}
+
+fn secret(conn: &Connection, version: i64) -> Result<Migrated> {
+    let stored: Option<Vec<u8>> = conn
         .query_row(
             "SELECT value FROM meta WHERE key = 'cursor_secret'",
             [],
             |r| r.get(0),
         )
         .optional()?;
-    tx.commit()?;
     let mut secret = [0u8; 32];
     match stored {
         Some(v) if v.len() == 32 => secret.copy_from_slice(&v),
@@ -202,8 +232,13 @@ pub(crate) fn migrate(conn: &mut Connection, fresh_secret: [u8; 32]) -> Result<M
 }
 
 pub(crate) enum Migrated {
-    Ready { from: i64, secret: [u8; 32] },
+    Ready {
+        from: i64,
+        secret: [u8; 32],
+    },
     TooNew(i64),
+    /// Read-only: an older schema, which only a writable open can migrate.
+    NeedsUpgrade(i64),
     BadSecret,
 }
 

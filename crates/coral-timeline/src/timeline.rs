@@ -2,61 +2,36 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
 
+use crate::check::Repair;
 use crate::cursor::keyed_digest;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
-use crate::schema::{self, Migrated};
-
-/// How hard a commit waits for the disk.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// `synchronous = NORMAL`: a commit survives the process being killed; the last commits
-    /// may be lost if the machine loses power (WAL mode keeps the file consistent either way).
-    #[default]
-    Normal,
-    /// `synchronous = FULL`: every commit is on disk before it returns.
-    Full,
-}
-
-/// How to open a timeline.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Commit durability.
-    pub durability: Durability,
-    /// How long a write waits for another process's write transaction.
-    pub busy_timeout: Duration,
-    /// The process recorded as the owner of turns begun through this handle (default: this
-    /// process). Recovery aborts open turns whose owner is no longer running.
-    pub owner: Owner,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            durability: Durability::Normal,
-            busy_timeout: Duration::from_secs(5),
-            owner: Owner::current(),
-        }
-    }
-}
 
 /// A timeline database: turns, entries and their settlement, for every namespace.
 ///
 /// Every write is one `BEGIN IMMEDIATE` transaction, validated before anything is written, so a
 /// refused or failed call leaves the file as it was. `Timeline` is `Send + Sync`; calls from
 /// several threads are serialised on its connection, and several processes may open the same
-/// file (SQLite's locking, WAL journal).
+/// file (SQLite's locking, WAL journal). A timeline opened where nothing can be written
+/// ([`Timeline::read_only`]) reads as usual and refuses every write with
+/// [`Error::Unwritable`].
 pub struct Timeline {
-    conn: Mutex<Connection>,
+    pub(crate) conn: Mutex<Connection>,
     pub(crate) secret: [u8; 32],
     pub(crate) owner: Owner,
-    path: Option<PathBuf>,
-    migrated_from: i64,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) migrated_from: i64,
     pub(crate) retrieval: crate::retrieve::RetrievalCache,
+    /// Why nothing can be written, when opened read-only.
+    pub(crate) read_only: Option<String>,
+    /// Damage found and contained by this open.
+    pub(crate) repairs: Vec<Repair>,
+    /// The private copy read instead of the file, if any; after `conn`, so the connection
+    /// closes before the copy is removed.
+    pub(crate) snapshot: Option<crate::open::Snapshot>,
 }
 
 impl std::fmt::Debug for Timeline {
@@ -64,106 +39,12 @@ impl std::fmt::Debug for Timeline {
         f.debug_struct("Timeline")
             .field("path", &self.path)
             .field("owner", &self.owner)
+            .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }
 
 impl Timeline {
-    /// Open (or create) the database at `path` with the default [`Options`].
-    pub fn open(path: impl AsRef<Path>) -> Result<Timeline> {
-        Timeline::open_with(path, Options::default())
-    }
-
-    /// Open (or create) the database at `path`.
-    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Timeline> {
-        let path = path.as_ref();
-        let corrupted = |detail: String| Error::Corrupted {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(options.busy_timeout)?;
-        // Switching to WAL needs a lock SQLite does not wait for (the busy handler is skipped
-        // to avoid deadlocks), so processes opening a new file at once retry here.
-        let mode: String = retry_busy(options.busy_timeout, || {
-            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        })
-        .map_err(|e| match e.sqlite_error_code() {
-            Some(ErrorCode::NotADatabase) => corrupted(
-                "not an SQLite database; move it away and Coral starts a new timeline".into(),
-            ),
-            _ => Error::Sqlite(e),
-        })?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(corrupted(format!(
-                "cannot switch to WAL journal mode (got {mode}); is the file on a network share?"
-            )));
-        }
-        Timeline::finish_open(conn, Some(path.to_path_buf()), options)
-    }
-
-    /// A timeline in memory (tests, examples); gone when dropped.
-    pub fn open_in_memory() -> Result<Timeline> {
-        Timeline::finish_open(Connection::open_in_memory()?, None, Options::default())
-    }
-
-    fn finish_open(
-        mut conn: Connection,
-        path: Option<PathBuf>,
-        options: Options,
-    ) -> Result<Timeline> {
-        let sync = match options.durability {
-            Durability::Normal => "NORMAL",
-            Durability::Full => "FULL",
-        };
-        conn.pragma_update(None, "synchronous", sync)?;
-        conn.set_prepared_statement_cache_capacity(64);
-        let corrupted = |detail: String| Error::Corrupted {
-            path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
-            detail,
-        };
-        let secret_seed = schema::fresh_secret();
-        let started = std::time::Instant::now();
-        let migrated = loop {
-            match schema::migrate(&mut conn, secret_seed) {
-                Err(Error::Sqlite(ref e))
-                    if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
-                        && started.elapsed() < options.busy_timeout =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                other => break other,
-            }
-        };
-        let (from, secret) = match migrated.map_err(|e| match e {
-            Error::Sqlite(ref s) if s.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
-                corrupted("not an SQLite database".into())
-            }
-            other => other,
-        })? {
-            Migrated::Ready { from, secret } => (from, secret),
-            Migrated::TooNew(v) => {
-                return Err(corrupted(format!(
-                    "schema version {v} is newer than this build understands ({}); upgrade coral",
-                    schema::SCHEMA_VERSION
-                )));
-            }
-            Migrated::BadSecret => {
-                return Err(corrupted(
-                    "the cursor secret in table meta is damaged (expected 32 bytes)".into(),
-                ));
-            }
-        };
-        Ok(Timeline {
-            conn: Mutex::new(conn),
-            secret,
-            owner: options.owner,
-            path,
-            migrated_from: from,
-            retrieval: Default::default(),
-        })
-    }
-
     /// The database file (`None` in memory).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
@@ -174,18 +55,54 @@ impl Timeline {
         self.migrated_from
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic inside a call drops its transaction (rolled back), so the connection is fine.
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Run `f` in one `BEGIN IMMEDIATE` transaction; commit on `Ok`, roll back on `Err`.
+    /// Why nothing can be written, when the timeline was opened read-only (a read-only file
+    /// system or directory, a full disk, or [`crate::Access::ReadOnly`]); `None` when writable.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// Damage this open found and contained (a damaged write-ahead log, quarantined); empty
+    /// when there was none. [`Timeline::check`] lists what is left of earlier damage.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
+    }
+
+    /// The file as error messages name it.
+    pub(crate) fn display_path(&self) -> PathBuf {
+        self.path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(":memory:"))
+    }
+
+    /// Run `f` in one `BEGIN IMMEDIATE` transaction; commit on `Ok`, roll back on `Err`. A
+    /// read-only timeline, a full disk or a file that cannot be written answer
+    /// [`Error::Unwritable`], and nothing is written.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        if let Some(reason) = &self.read_only {
+            return Err(Error::Unwritable {
+                path: self.display_path(),
+                reason: reason.clone(),
+            });
+        }
         let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let run = || -> Result<T> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        };
+        run().map_err(|e| match cannot_write(&e) {
+            Some(reason) => Error::Unwritable {
+                path: self.display_path(),
+                reason,
+            },
+            None => e,
+        })
     }
 
     /// Run `f` in one read transaction (a consistent snapshot across its queries).
@@ -387,8 +304,46 @@ pub(crate) fn turn_status(
         .optional()?)
 }
 
+/// Why SQLite could not write, when `e` says the file cannot take writes (read-only file
+/// system, directory or file, full disk, failed I/O); `None` for every other error.
+pub(crate) fn cannot_write(e: &Error) -> Option<String> {
+    match e {
+        Error::Unwritable { reason, .. } => Some(reason.clone()),
+        Error::Sqlite(s) => match s.sqlite_error_code() {
+            Some(
+                ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::PermissionDenied,
+            ) => Some(describe(s)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// SQLite's failure in words that say what to do: its extended codes tell a full disk behind
+/// a "disk I/O error" (growing the `-shm` index, writing a page).
+fn describe(e: &rusqlite::Error) -> String {
+    const IOERR_WRITE: i32 = 10 | (3 << 8);
+    const IOERR_SHMSIZE: i32 = 10 | (19 << 8);
+    const IOERR_SHMMAP: i32 = 10 | (21 << 8);
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => match (f.code, f.extended_code) {
+            (ErrorCode::DiskFull, _) => "the disk is full".into(),
+            (_, IOERR_SHMSIZE | IOERR_SHMMAP) => {
+                "the log's -shm index cannot be made or grown (is the disk full?)".into()
+            }
+            (_, IOERR_WRITE) => "a write failed (is the disk full?)".into(),
+            _ => e.to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
 /// Run `f` again while SQLite answers "busy", up to `timeout`.
-fn retry_busy<T>(
+pub(crate) fn retry_busy<T>(
     timeout: std::time::Duration,
     mut f: impl FnMut() -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {

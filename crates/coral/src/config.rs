@@ -94,9 +94,9 @@ impl Default for PathsConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EmbeddingConfig {
-    /// `"auto"`, `"hash"`, `"onnx"` (alias `"sentence-transformers"`).
+    /// `"auto"`, `"hash"`, `"model"` (aliases `"onnx"`, `"sentence-transformers"`).
     pub embedder: String,
-    /// Model name.
+    /// Model name (`"use-multilingual-v3"`, a hub id, or a short name of the model table).
     pub model_name: String,
     /// Vector dimension (used by the hash embedder; models bring their own).
     pub dim: usize,
@@ -711,10 +711,11 @@ impl Config {
         }
         if !matches!(
             self.embedding.embedder.as_str(),
-            "auto" | "hash" | "onnx" | "sentence-transformers"
+            "auto" | "hash" | "onnx" | "sentence-transformers" | "model"
         ) {
             p.push(format!(
-                "embedding.embedder = {:?} must be \"auto\", \"hash\" or \"onnx\"",
+                "embedding.embedder = {:?} must be \"auto\", \"hash\" or \"model\" (also \
+                 written \"onnx\")",
                 self.embedding.embedder
             ));
         }
@@ -774,6 +775,7 @@ impl Config {
         paths.cold = self.resolve(&self.paths.cold_archive);
         paths.vectors = self.resolve(&self.paths.vector_store);
         paths.index = self.resolve(&self.paths.vector_index);
+        paths.sums = paths.vectors.with_extension("sums");
         paths
     }
 }

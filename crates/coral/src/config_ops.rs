@@ -12,9 +12,52 @@ use serde_json::{Map, Value, json};
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
 use crate::error::{Error, Result};
+use crate::guard::RemovalPreview;
 
-/// Prefixes `config_set` and `config_reset` refuse: they move data or change vectors.
-pub const PROTECTED: [&str; 3] = ["paths.", "threads.", "embedding."];
+/// Prefixes no config edit changes: the files move with `set_paths`, which moves them.
+pub const PROTECTED: [&str; 2] = ["paths.", "threads."];
+
+/// What a tool (an MCP or HTTP caller, behind which may be a model that read a hostile page)
+/// may change: settings that rank, keep and forget memories. Everything else stays the user's,
+/// through the CLI (`coral config set`) or the file:
+///
+/// - `llm.*` would send memories and the API key to another address;
+/// - `embedding.*` loads model files and a native library from a path, and replaces vectors;
+/// - `paths.*`, `threads.*` read and write files elsewhere;
+/// - `storage.sync`, `storage.sync_interval_ms`, `storage.wal_max_bytes` and
+///   `storage.vector_save_interval_seconds` decide what survives a crash.
+///
+/// The limits among these (`memory.capacity_threshold`, the tier sizes, the quotas) are further
+/// guarded: a change that would remove more than a small share of the memories needs
+/// `confirm: true` (guard.rs).
+pub const TOOL_SETTABLE: [&str; 9] = [
+    "memory.",
+    "retrieval.",
+    "heat.",
+    "reload.",
+    "parallelism.",
+    "timeline.",
+    "storage.max_bytes",
+    "storage.warn_ratio",
+    "storage.hard_ratio",
+];
+
+/// Whether a tool may change `key` (a dotted leaf key or a section).
+pub fn tool_may_change(key: &str) -> bool {
+    TOOL_SETTABLE.iter().any(|p| match p.strip_suffix('.') {
+        Some(section) => key == section || key.starts_with(p),
+        None => key == *p,
+    })
+}
+
+fn refuse_for_tools(key: &str) -> Error {
+    Error::InvalidInput(format!(
+        "{key} cannot be changed by a tool: it decides where data goes, what code runs or what \
+         survives a crash, so only the user changes it (`coral config set {key} ...` or the \
+         config file). Tools may change: {}",
+        TOOL_SETTABLE.join(", ")
+    ))
+}
 
 /// Sections restored by a `config_reset` without a key.
 pub const TUNABLE: [&str; 7] = [
@@ -84,8 +127,8 @@ pub fn leaf_keys() -> Vec<String> {
 fn check_key(key: &str) -> Result<()> {
     if PROTECTED.iter().any(|p| key.starts_with(p)) {
         return Err(Error::InvalidInput(format!(
-            "{key} cannot be changed at run time: paths, threads and embedding settings move \
-             data or change vectors (use set_paths, or edit the file and restart / re-embed)"
+            "{key} cannot be changed by a config edit: the files would stay where they are \
+             (use `coral config set-paths`, which moves them)"
         )));
     }
     Ok(())
@@ -192,9 +235,16 @@ impl ConfigFile {
 
     /// Validate `edited` as a whole and write it atomically.
     fn write(&self, edited: &Value) -> Result<Config> {
+        let config = self.validated(edited)?;
         let text = serde_json::to_string_pretty(edited).unwrap_or_default() + "\n";
-        let (config, _warnings) = Config::from_json(&text).map_err(Error::InvalidInput)?;
         coral_store::write_atomic(&self.path, text.as_bytes(), true)?;
+        Ok(config)
+    }
+
+    /// Validate `edited` as a whole.
+    fn validated(&self, edited: &Value) -> Result<Config> {
+        let text = serde_json::to_string_pretty(edited).unwrap_or_default();
+        let (config, _warnings) = Config::from_json(&text).map_err(Error::InvalidInput)?;
         Ok(config)
     }
 
@@ -217,6 +267,15 @@ impl ConfigFile {
     /// Set one key (dotted path). Refuses protected prefixes, unknown keys and wrong types;
     /// writes the file atomically.
     pub fn set(&self, key_path: &str, value: Value) -> Result<Edit> {
+        self.set_inner(key_path, value, true)
+    }
+
+    /// What [`ConfigFile::set`] would do, validated, without writing the file.
+    pub fn preview_set(&self, key_path: &str, value: Value) -> Result<Edit> {
+        self.set_inner(key_path, value, false)
+    }
+
+    fn set_inner(&self, key_path: &str, value: Value, write: bool) -> Result<Edit> {
         let key = key_path.trim();
         check_key(key)?;
         if !leaf_keys().iter().any(|k| k == key) {
@@ -232,7 +291,11 @@ impl ConfigFile {
         }
         let mut edited = self.json()?;
         set_path(&mut edited, key, value);
-        let config = self.write(&edited)?;
+        let config = if write {
+            self.write(&edited)?
+        } else {
+            self.validated(&edited)?
+        };
         let now = serde_json::to_value(&config).unwrap_or(Value::Null);
         let new = lookup(&now, key).cloned().unwrap_or(Value::Null);
         let show = |v: Value| match (key == SECRET, v.as_str()) {
@@ -247,6 +310,16 @@ impl ConfigFile {
 
     /// Restore defaults for one key, one section, or (no key) every tunable section.
     pub fn reset(&self, key_path: Option<&str>) -> Result<Edit> {
+        self.reset_inner(key_path, false, true)
+    }
+
+    /// [`ConfigFile::reset`] limited to what a tool may change ([`TOOL_SETTABLE`]): the other
+    /// keys of a section keep their values. With `write` false, nothing is written.
+    pub fn reset_for_tool(&self, key_path: Option<&str>, write: bool) -> Result<Edit> {
+        self.reset_inner(key_path, true, write)
+    }
+
+    fn reset_inner(&self, key_path: Option<&str>, tool: bool, write: bool) -> Result<Edit> {
         let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
         let current = serde_json::to_value(self.current()?).unwrap_or(Value::Null);
         let (scope, targets): (&str, Vec<String>) = match key_path.map(str::trim) {
@@ -261,28 +334,47 @@ impl ConfigFile {
                 }
             }
         };
+        if tool
+            && let Some(k) = key_path.map(str::trim).filter(|k| !k.is_empty())
+            && !tool_may_change(k)
+            && !TOOL_SETTABLE
+                .iter()
+                .any(|p| p.starts_with(&format!("{k}.")))
+        {
+            return Err(refuse_for_tools(k));
+        }
         let mut edited = self.json()?;
         let mut changed = Vec::new();
+        let mut kept = Vec::new();
         for target in &targets {
-            let default = lookup(&defaults, target).cloned().unwrap_or(Value::Null);
             for leaf in leaf_keys()
                 .iter()
                 .filter(|l| *l == target || l.starts_with(&format!("{target}.")))
             {
+                if tool && !tool_may_change(leaf) {
+                    kept.push(leaf.clone());
+                    continue;
+                }
                 if lookup(&current, leaf) != lookup(&defaults, leaf) {
                     changed.push(leaf.clone());
                 }
-            }
-            match lookup_mut(&mut edited, target) {
-                Some(slot) => *slot = default,
-                None => set_path(&mut edited, target, default),
+                let default = lookup(&defaults, leaf).cloned().unwrap_or(Value::Null);
+                match lookup_mut(&mut edited, leaf) {
+                    Some(slot) => *slot = default,
+                    None => set_path(&mut edited, leaf, default),
+                }
             }
         }
-        let config = self.write(&edited)?;
-        Ok(Edit {
-            result: json!({"reset": targets, "scope": scope, "changed": changed}),
-            config,
-        })
+        let config = if write {
+            self.write(&edited)?
+        } else {
+            self.validated(&edited)?
+        };
+        let mut result = json!({"reset": targets, "scope": scope, "changed": changed});
+        if !kept.is_empty() {
+            result["kept"] = json!(kept);
+        }
+        Ok(Edit { result, config })
     }
 }
 
@@ -308,18 +400,20 @@ impl Coral {
         })
     }
 
-    fn put_in_force(&self, mut config: Config) -> Result<()> {
+    fn put_in_force(&self, mut config: Config, confirmed: bool) -> Result<()> {
         let current = self.config();
         config.base_dir = current.base_dir.clone();
         config.data_dir_override = current.data_dir_override.clone();
-        self.apply_config(config, unix_now())
+        self.apply_config(config, unix_now(), confirmed)
     }
 
     /// [`ConfigFile::set`] on this Coral's file, then in force at once; returns
-    /// `{key_path, old, new}` (secrets masked).
+    /// `{key_path, old, new}` (secrets masked). For the operator (a Rust caller): every key but
+    /// the file locations, and whatever the new limits remove. Tools use
+    /// [`Coral::config_set_by_tool`].
     pub fn config_set(&self, key_path: &str, value: Value) -> Result<Value> {
         let edit = self.config_file()?.set(key_path, value)?;
-        self.put_in_force(edit.config)?;
+        self.put_in_force(edit.config, true)?;
         Ok(edit.result)
     }
 
@@ -327,9 +421,71 @@ impl Coral {
     /// `{reset, scope, changed}`. Never touches data.
     pub fn config_reset(&self, key_path: Option<&str>) -> Result<Value> {
         let edit = self.config_file()?.reset(key_path)?;
-        self.put_in_force(edit.config)?;
+        self.put_in_force(edit.config, true)?;
         Ok(edit.result)
     }
+
+    /// A tool's `coral_config_set`: only [`TOOL_SETTABLE`] keys; a change that would remove
+    /// more than [`crate::bulk_limit`] memories at once is not made unless `confirm`, and the
+    /// answer is then the preview.
+    pub fn config_set_by_tool(
+        &self,
+        key_path: &str,
+        value: Value,
+        confirm: bool,
+    ) -> Result<ConfigChange> {
+        let key = key_path.trim();
+        if !tool_may_change(key) {
+            return Err(refuse_for_tools(key));
+        }
+        let file = self.config_file()?;
+        let planned = file.preview_set(key, value.clone())?;
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+            return Ok(ConfigChange::NeedsConfirmation(preview));
+        }
+        let edit = file.set(key, value)?;
+        self.put_in_force(edit.config, confirm)?;
+        Ok(ConfigChange::Done(edit.result))
+    }
+
+    /// A tool's `coral_config_reset`: only [`TOOL_SETTABLE`] keys are reset (the others of a
+    /// section are listed as `kept`); guarded like [`Coral::config_set_by_tool`].
+    pub fn config_reset_by_tool(
+        &self,
+        key_path: Option<&str>,
+        confirm: bool,
+    ) -> Result<ConfigChange> {
+        let file = self.config_file()?;
+        let planned = file.reset_for_tool(key_path, false)?;
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+            return Ok(ConfigChange::NeedsConfirmation(preview));
+        }
+        let edit = file.reset_for_tool(key_path, true)?;
+        self.put_in_force(edit.config, confirm)?;
+        Ok(ConfigChange::Done(edit.result))
+    }
+
+    /// The preview of `planned` when it would remove in bulk and is not confirmed.
+    fn needs_confirmation(&self, planned: &Config, confirm: bool) -> Option<RemovalPreview> {
+        if confirm {
+            return None;
+        }
+        let current = self.config();
+        let mut planned = planned.clone();
+        planned.base_dir = current.base_dir.clone();
+        planned.data_dir_override = current.data_dir_override.clone();
+        let preview = self.lock().preview_change(&planned, unix_now());
+        preview.in_bulk().then_some(preview)
+    }
+}
+
+/// What a tool's config change did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigChange {
+    /// Done: `{key_path, old, new}` or `{reset, scope, changed, kept?}`.
+    Done(Value),
+    /// Not done: it would remove this many memories at once; repeat with `confirm: true`.
+    NeedsConfirmation(RemovalPreview),
 }
 
 #[cfg(test)]

@@ -19,6 +19,24 @@ pub const MAX_TEXT_BYTES: usize = 65_536;
 /// Largest `top_k` a search accepts.
 pub const MAX_TOP_K: usize = 1_000;
 
+/// Latest time a memory may carry or a call may be scored at, in Unix seconds: the last second
+/// of the year 9999 (`9999-12-31T23:59:59Z`), where RFC 3339 and most date libraries stop. The
+/// earliest is 0 (1970-01-01). A time outside is a unit mistake (milliseconds for seconds) or
+/// garbage (`1e300`), and it would pin a memory's heat for ever.
+pub const MAX_UNIX_TIME: f64 = 253_402_300_799.0;
+
+/// Refuse a time that is not finite or outside 0..=[`MAX_UNIX_TIME`] seconds; `what` names it
+/// in the message.
+pub(crate) fn check_unix_time(what: &str, t: f64) -> Result<()> {
+    if t.is_finite() && (0.0..=MAX_UNIX_TIME).contains(&t) {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(format!(
+        "{what} {t:?} is not a Unix time in seconds from 0 to {MAX_UNIX_TIME} (1970 to the end of \
+         9999); give seconds, not milliseconds"
+    )))
+}
+
 /// Current Unix time in seconds.
 pub fn unix_now() -> f64 {
     std::time::SystemTime::now()
@@ -159,6 +177,16 @@ pub struct Stats {
     pub restart_needed: Vec<String>,
     /// Damage contained at open.
     pub repairs: Vec<String>,
+    /// Why the store is read-only (reads work, nothing is recorded), when it is.
+    pub read_only: Option<String>,
+    /// Why the last search's hits were not recorded, when they were not.
+    pub unrecorded: Option<String>,
+    /// Why the last checkpoint after a commit failed, when it did (nothing was lost).
+    pub checkpoint_error: Option<String>,
+    /// Temp files left by interrupted checkpoints and removed at open.
+    pub temp_files_removed: usize,
+    /// Their bytes.
+    pub temp_bytes_removed: u64,
     /// Journal size since the last checkpoint.
     pub journal_bytes: u64,
     /// Checkpoints since the directory was created.
@@ -229,6 +257,12 @@ impl Engine {
             data_bytes += timeline_bytes;
             files.insert("timeline".to_string(), timeline_bytes);
         }
+        // Temp files of a checkpoint in progress (left ones are removed at open).
+        let (temps, temp_bytes) = self.store.temp_file_usage();
+        if temps > 0 {
+            data_bytes += temp_bytes;
+            files.insert("temp".to_string(), temp_bytes);
+        }
         let projected = (self.store.pool().len() * self.store.pool().dim() * 4) as u64;
         let total = data_bytes + projected;
         let max = config.storage.max_bytes;
@@ -254,6 +288,10 @@ pub(crate) struct Engine {
     pub(crate) vectors_disabled: Option<String>,
     /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
     pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
+    /// Why the last search's hits could not be recorded (access counts), until one is.
+    pub(crate) unrecorded: Option<String>,
+    /// The bulk-removal guard's record and hold (guard.rs).
+    pub(crate) guard: crate::guard::RecordCache,
 }
 
 impl Engine {
@@ -331,6 +369,21 @@ fn sync_policy(config: &Config) -> SyncPolicy {
 
 pub use crate::models::embedder_for;
 
+/// Why opening failed because the directory cannot be written, if that is why.
+fn unwritable(e: &coral_store::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let coral_store::Error::Io { path, source } = e else {
+        return None;
+    };
+    let why = match source.kind() {
+        ErrorKind::ReadOnlyFilesystem => "read-only file system",
+        ErrorKind::PermissionDenied => "no permission to write",
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => "the disk is full",
+        _ => return None,
+    };
+    Some(format!("{why}: {}", path.display()))
+}
+
 impl Coral {
     /// Open with the config file at `config_path` (created with defaults when missing).
     pub fn open(config_path: impl AsRef<Path>) -> Result<Coral> {
@@ -377,7 +430,18 @@ impl Coral {
             wal_max_bytes: config.storage.wal_max_bytes,
             features: Arc::new(|text: &str| coral_embed::text_features(text).bitmap),
         };
-        let mut store = Store::open(config.store_paths(), options)?;
+        let mut store = match Store::open(config.store_paths(), options.clone()) {
+            Ok(store) => store,
+            // A directory this process cannot write (read-only file system, no permission, a
+            // full disk) can still be read: searches, exports and reports work and say that
+            // nothing is recorded; every write names the reason.
+            Err(e) => match unwritable(&e) {
+                Some(reason) => {
+                    Store::open_read_only(config.store_paths(), options, reason).map_err(|_| e)?
+                }
+                None => return Err(e.into()),
+            },
+        };
         let mut notices: Vec<String> = store.notes().to_vec();
         let vectors_disabled =
             crate::reembed::reconcile(&mut store, embedder.as_ref(), &mut notices)?;
@@ -407,6 +471,8 @@ impl Coral {
                 dedup: HashMap::new(),
                 sync_error: None,
                 vectors_disabled,
+                unrecorded: None,
+                guard: Default::default(),
             }),
             threads,
             timeline,
@@ -439,7 +505,8 @@ impl Coral {
         if !problems.is_empty() {
             return Err(Error::InvalidInput(problems.join("; ")));
         }
-        self.apply_config(config, unix_now())
+        // A Rust caller that sets a configuration means it: its limits apply at once.
+        self.apply_config(config, unix_now(), true)
     }
 
     /// The engine, after picking up a changed config file.
@@ -558,9 +625,31 @@ impl Coral {
                 .map(|r| r.restart_needed())
                 .unwrap_or_default(),
             repairs: store.repairs().iter().map(ToString::to_string).collect(),
+            read_only: store.read_only().map(String::from),
+            unrecorded: engine.unrecorded.clone(),
+            checkpoint_error: store.checkpoint_error().map(String::from),
+            temp_files_removed: store.temp_files_removed().0,
+            temp_bytes_removed: store.temp_files_removed().1,
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
-            governance: self.governance.snapshot(),
+            governance: crate::govern::GovernanceStats {
+                held: engine.held().map(|h| {
+                    format!(
+                        "{}: would remove {} of {} memories ({}); {}",
+                        h.preview.changes.join(", "),
+                        h.preview.would_remove,
+                        h.preview.memories,
+                        h.preview
+                            .by_reason
+                            .iter()
+                            .map(|(r, n)| format!("{r} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        h.confirm
+                    )
+                }),
+                ..self.governance.snapshot()
+            },
         }
     }
 
@@ -589,12 +678,25 @@ impl Coral {
         out
     }
 
-    /// Checkpoint and release the data directory.
-    pub fn close(self) -> Result<()> {
+    /// Why nothing this process does is recorded, if so: the store is read-only, or the last
+    /// search could not record its hits (a full disk). The CLI prints it after a read.
+    pub fn unrecorded(&self) -> Option<String> {
+        let engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        engine
+            .store
+            .read_only()
+            .map(|r| format!("the store is read-only ({r}): nothing was recorded"))
+            .or_else(|| engine.unrecorded.clone())
+    }
+
+    /// Checkpoint and release the data directory. Returns warnings that lost nothing (a
+    /// closing checkpoint that failed on a full disk: the journal keeps every change).
+    pub fn close(self) -> Result<Vec<String>> {
         let threads = self.threads.flush();
         let engine = self.engine.into_inner().unwrap_or_else(|e| e.into_inner());
-        engine.store.close()?;
-        threads
+        let closed = engine.store.close()?;
+        threads?;
+        Ok(closed.checkpoint_error.into_iter().collect())
     }
 }
 

@@ -24,10 +24,13 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
     /// No memory has that id.
-    #[error("no memory with id {0:?}")]
+    #[error("no memory with id {}", crate::echo(.0))]
     NotFound(String),
     /// No thread has that id.
-    #[error("no thread with id {0:?} (thread_status without an id lists the threads)")]
+    #[error(
+        "no thread with id {} (thread_status without an id lists the threads)",
+        crate::echo(.0)
+    )]
     ThreadNotFound(String),
     /// The threads file, its lock or its directory failed.
     #[error(transparent)]

@@ -6,6 +6,7 @@
 //! under it again only if every member is still there. Any failure skips that cluster and
 //! changes nothing; eviction then does what is left.
 
+use std::io::Write as _;
 use std::sync::Mutex;
 
 use coral_embed::{item_id, text_features, token_count};
@@ -40,6 +41,12 @@ pub struct GovernanceStats {
     pub quota_removed: u64,
     /// Archive bytes trimmed to stay within `storage.max_bytes`.
     pub quota_archive_bytes_trimmed: u64,
+    /// Why governance after the last change failed, when it did (the change itself was kept;
+    /// the next change governs again).
+    pub last_error: Option<String>,
+    /// A changed limit held back because it would remove many memories at once: what it
+    /// would remove and how to confirm it.
+    pub held: Option<String>,
 }
 
 /// Governance state kept across calls.
@@ -78,11 +85,12 @@ pub fn llm_settings(config: &Config) -> Option<LlmSettings> {
 }
 
 /// What one item takes on disk once checkpointed: its JSON (a cold line, or a pretty-printed
-/// array element for hot and warm), its vector row and its index entry.
-fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
+/// array element for hot and warm), its vector row, its index entry and its 12-byte entry in
+/// the vector checksums.
+pub(crate) fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
     let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
     let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
-    (item.content.len() + json_overhead + project + dim * 4 + 20) as u64
+    (item.content.len() + json_overhead + project + dim * 4 + 20 + 12) as u64
 }
 
 impl Engine {
@@ -176,6 +184,10 @@ impl Coral {
     /// Governance after a mutation, with the engine unlocked: distil when over capacity and an
     /// LLM is configured, then tier checks and eviction, the project quota, the disk quota.
     pub(crate) fn govern(&self, config: &Config, now: f64, project: Option<&str>) -> Result<()> {
+        // A changed limit that would remove many memories at once waits for a confirmation
+        // (guard.rs); meanwhile governance runs under the limits accepted before.
+        let held = self.lock_raw().guarded(config, now);
+        let config = held.as_ref().unwrap_or(config);
         if config.memory.distill_first {
             let planned = {
                 let engine = self.lock_raw();
@@ -199,10 +211,35 @@ impl Coral {
         }
         let mut engine = self.lock_raw();
         engine.maintain(config, now)?;
-        if let Some(p) = project {
-            engine.enforce_project_quota(config, p, now)?;
+        match project {
+            // After an insert, only its project can have grown past the quota.
+            Some(p) => engine.enforce_project_quota(config, p, now)?,
+            // After a config change, every project is checked.
+            None if config.memory.project_quota > 0 => {
+                let pool = engine.store.pool();
+                let mut projects: Vec<String> = (0..pool.len() as u32)
+                    .filter_map(|r| pool.item(r).project.clone())
+                    .collect();
+                projects.sort_unstable();
+                projects.dedup();
+                for p in projects {
+                    engine.enforce_project_quota(config, &p, now)?;
+                }
+            }
+            None => {}
         }
         self.enforce_disk_quota(&mut engine, config, now)
+    }
+
+    /// [`Coral::govern`] after a change that is already durable: a failure is recorded in
+    /// [`GovernanceStats::last_error`] instead of failing the change.
+    pub(crate) fn govern_after_change(&self, config: &Config, now: f64, project: Option<&str>) {
+        let outcome = self.govern(config, now, project);
+        self.governance.update(|g| {
+            g.last_error = outcome.err().map(|e| {
+                format!("governance after the last change failed ({e}); the change was kept")
+            })
+        });
     }
 
     /// Distil now with a given client (tests and tools inject their own), whatever the
@@ -211,7 +248,9 @@ impl Coral {
         let config = self.config();
         let jobs = self.lock_raw().plan_distill(&config, now);
         let done = self.distill(llm, jobs, now)?;
-        self.lock_raw().maintain(&config, now)?;
+        let mut engine = self.lock_raw();
+        let held = engine.guarded(&config, now);
+        engine.maintain(held.as_ref().unwrap_or(&config), now)?;
         Ok(done)
     }
 
@@ -276,7 +315,14 @@ impl Coral {
                 summary_id: Some(summary_id.clone()),
                 at: now,
             }));
+            let rows: Vec<u32> = job
+                .ids
+                .iter()
+                .filter_map(|id| engine.store.pool().row(id))
+                .collect();
+            let tiers = engine.tiers_of(&rows);
             engine.commit(records)?;
+            engine.log_removal("distilled", tiers, now);
             for id in &job.ids {
                 engine.dedup.remove(id);
             }
@@ -349,7 +395,8 @@ impl Coral {
                 plan.ratio * 100.0,
                 s.max_bytes
             );
-            eprintln!("coral: warning: {message}");
+            // Never a panic when stderr cannot be written.
+            let _ = writeln!(std::io::stderr(), "coral: warning: {message}");
             self.governance.update(|g| {
                 g.disk_warning = Some(message);
                 g.disk_warnings += 1;
@@ -373,7 +420,9 @@ impl Coral {
         for id in &ids {
             engine.dedup.remove(id);
         }
+        let tiers = engine.tiers_of(&plan.evict);
         engine.commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
+        engine.log_removal("disk_quota", tiers, now);
         engine.store.checkpoint()?;
         self.governance.update(|g| {
             g.quota_removed += removed;

@@ -88,7 +88,9 @@ impl Coral {
             progress(done, total);
         }
         let mut engine = self.lock();
-        engine.maintain(&config, unix_now())?;
+        let now = unix_now();
+        let held = engine.guarded(&config, now);
+        engine.maintain(held.as_ref().unwrap_or(&config), now)?;
         engine.store.checkpoint()?;
         Ok(report)
     }

@@ -4,7 +4,9 @@ use coral_embed::{TextFeatures, item_id, text_features, token_count};
 use coral_store::{Item, Record, Tier};
 
 use crate::config::Config;
-use crate::engine::{Coral, Engine, Insert, InsertOptions, check_importance, check_text, unix_now};
+use crate::engine::{
+    Coral, Engine, Insert, InsertOptions, check_importance, check_text, check_unix_time, unix_now,
+};
 use crate::error::{Error, Result};
 
 impl Coral {
@@ -25,10 +27,8 @@ impl Coral {
         check_text("content", content)?;
         check_importance(options.importance)?;
         for (what, t) in [("timestamp", options.timestamp), ("now", options.now)] {
-            if let Some(t) = t.filter(|t| !t.is_finite() || *t < 0.0) {
-                return Err(Error::InvalidInput(format!(
-                    "{what} must be a Unix time in seconds, got {t}"
-                )));
+            if let Some(t) = t {
+                check_unix_time(what, t)?;
             }
         }
         let project = match options.project.as_deref().map(str::trim) {
@@ -64,7 +64,9 @@ impl Coral {
         let outcome = engine.insert(&config, new)?;
         drop(engine);
         let project = project.filter(|_| outcome.inserted());
-        self.govern(&config, now, project.as_deref())?;
+        // The memory is durable now: a governance failure (a full disk during an eviction) is
+        // reported, not returned, so a caller that retries on error never stores it twice.
+        self.govern_after_change(&config, now, project.as_deref());
         Ok(outcome)
     }
 }

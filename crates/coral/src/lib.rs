@@ -18,11 +18,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backup;
 mod config;
 mod config_ops;
+mod echo;
 mod engine;
 mod error;
 mod govern;
+mod guard;
 mod import;
 mod insert;
 mod keyword_index;
@@ -38,28 +41,40 @@ mod threads;
 pub mod timeline;
 mod tools;
 
+pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
     ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, RrfWeights,
     StorageConfig, ThreadsConfig,
 };
-pub use config_ops::{ConfigFile, Edit, PROTECTED, TUNABLE};
-pub use coral_embed::{
-    Embedder, HashEmbedder, MODELS, ModelSpec, ONNX_SUPPORT, hub_cache_from_env, hub_id,
-    hub_repo_dir, item_id, model_spec,
+pub use config_ops::{
+    ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
+pub use coral_embed::{
+    Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
+    UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
+    model_spec,
+};
+pub use coral_score::{
+    is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
+};
+pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
     StoreOptions as ThreadStoreOptions, SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadView,
     looks_completed,
 };
+pub use echo::{ECHO_CHARS, bound_message, echo, echo_json};
 pub use engine::{
-    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K, Memory,
-    Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
+    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K,
+    MAX_UNIX_TIME, Memory, Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
 pub use govern::{GovernanceStats, llm_settings};
+pub use guard::{
+    Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
+};
 pub use models::{ModelStatus, model_search, model_statuses, runtime_search};
 pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};

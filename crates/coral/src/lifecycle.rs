@@ -135,6 +135,7 @@ impl Engine {
     }
 
     fn archive(&mut self, rows: &[u32], reason: &str, now: f64) -> Result<()> {
+        let tiers = self.tiers_of(rows);
         let pool = self.store.pool();
         let records = ids(pool, rows)
             .into_iter()
@@ -149,6 +150,7 @@ impl Engine {
             })
             .collect();
         self.commit(records)?;
+        self.log_removal(reason, tiers, now);
         Ok(())
     }
 }

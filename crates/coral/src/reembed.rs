@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use coral_embed::{Embedder, HashEmbedder};
-use coral_store::Store;
-use serde::{Deserialize, Serialize};
+use coral_store::{Store, VectorMeta};
+use serde::Serialize;
 
 use crate::engine::{Coral, recompute_missing_vectors};
 use crate::error::{Error, Result};
@@ -37,34 +37,20 @@ const REEMBED_CHUNK: usize = 256;
 /// searched for after a re-embed.
 const SAMPLE: usize = 8;
 
-/// `coral_vectors.meta.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct VectorMeta {
-    embedder: String,
-    dim: usize,
-}
-
 /// The meta file of a vector file: `coral_vectors.npy` → `coral_vectors.meta.json`.
 pub fn vector_meta_path(vectors: &Path) -> PathBuf {
     vectors.with_extension("meta.json")
 }
 
 fn read_meta(path: &Path) -> Option<VectorMeta> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    coral_store::read_vector_meta(path)
 }
 
-fn write_meta(store: &Store, embedder: &dyn Embedder) -> Result<()> {
-    let meta = VectorMeta {
+fn write_meta(store: &mut Store, embedder: &dyn Embedder) -> Result<()> {
+    store.set_vector_meta(&VectorMeta {
         embedder: embedder.name().to_string(),
         dim: embedder.dim(),
-    };
-    let path = vector_meta_path(&store.paths().vectors);
-    if read_meta(&path).as_ref() == Some(&meta) {
-        return Ok(());
-    }
-    let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-    bytes.push(b'\n');
-    coral_store::write_atomic(&path, &bytes, true)?;
+    })?;
     Ok(())
 }
 
@@ -89,8 +75,10 @@ pub(crate) fn reconcile(
         if name == "hash" {
             let rows: Vec<u32> = (0..total as u32).collect();
             embed_rows(store, embedder, &rows)?;
-            store.checkpoint()?;
-            write_meta(store, embedder)?;
+            if store.read_only().is_none() {
+                store.checkpoint()?;
+                write_meta(store, embedder)?;
+            }
             notices.push(format!(
                 "the stored vectors were made by {origin}; replaced all {total} with hash \
                  vectors (with a model configured again, `coral reembed` restores its vectors)"
@@ -118,7 +106,9 @@ pub(crate) fn reconcile(
             "computed {missing} missing vector(s) with the {name} embedder"
         ));
     }
-    write_meta(store, embedder)?;
+    if store.read_only().is_none() {
+        write_meta(store, embedder)?;
+    }
     Ok(None)
 }
 
@@ -306,7 +296,7 @@ impl Coral {
         let left: Vec<u32> = engine.store.pool().missing_vectors().iter().collect();
         embed_rows(&mut engine.store, self.embedder.as_ref(), &left)?;
         engine.store.checkpoint()?;
-        write_meta(&engine.store, self.embedder.as_ref())?;
+        write_meta(&mut engine.store, self.embedder.as_ref())?;
         engine.vectors_disabled = None;
         let checks = self.verify(&engine.store)?;
         drop(engine);

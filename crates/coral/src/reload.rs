@@ -34,7 +34,7 @@ pub(crate) struct Reloader {
     path: PathBuf,
     dirty: Arc<AtomicBool>,
     state: Mutex<ReloadState>,
-    _watcher: Option<notify::RecommendedWatcher>,
+    watcher: Option<notify::RecommendedWatcher>,
 }
 
 impl Reloader {
@@ -66,7 +66,7 @@ impl Reloader {
                 fingerprint: fingerprint(path),
                 ..ReloadState::default()
             }),
-            _watcher: watcher,
+            watcher,
         }
     }
 
@@ -90,6 +90,17 @@ impl Reloader {
     }
 }
 
+impl Drop for Reloader {
+    fn drop(&mut self) {
+        // notify's inotify watcher unwraps the write that wakes its thread when it is dropped;
+        // a failed write (seen under injected I/O faults) would panic in our drop and turn a
+        // clean exit into exit code 101. Stopping the watcher cannot lose anything.
+        if let Some(w) = self.watcher.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(w)));
+        }
+    }
+}
+
 /// Keys whose change needs a restart (or a re-embed), compared between two configs.
 fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
     let mut out = Vec::new();
@@ -107,9 +118,14 @@ fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
 
 impl Coral {
     /// Put `config` in force now and govern at once (a lower capacity evicts right away).
-    pub(crate) fn apply_config(&self, config: Config, now: f64) -> Result<()> {
-        let engine = self.lock_raw();
+    /// `confirmed`: the caller accepted whatever the new limits remove (see guard.rs);
+    /// otherwise a bulk removal is held until confirmed.
+    pub(crate) fn apply_config(&self, config: Config, now: f64, confirmed: bool) -> Result<()> {
+        let mut engine = self.lock_raw();
         let config = self.swap_config(config);
+        if confirmed {
+            engine.accept(crate::guard::RemovalLimits::of(&config), now);
+        }
         if let Some(r) = &self.reloader {
             r.mark_seen();
             r.state().error = None;
@@ -174,9 +190,11 @@ impl Coral {
                 // Under the lock: no distillation here (it would hold the lock across an LLM
                 // call); a lower capacity is governed by eviction at once.
                 let now = unix_now();
+                let held = engine.guarded(&config, now);
+                let config = held.as_ref().unwrap_or(&config);
                 let governed = engine
-                    .maintain(&config, now)
-                    .and_then(|()| self.enforce_disk_quota(engine, &config, now));
+                    .maintain(config, now)
+                    .and_then(|()| self.enforce_disk_quota(engine, config, now));
                 r.state().error = governed
                     .err()
                     .map(|e| format!("reloaded, but governance failed: {e}"));

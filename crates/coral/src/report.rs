@@ -32,7 +32,7 @@ pub struct EvictionCandidate {
     pub access_count: u64,
     /// Last access, Unix seconds.
     pub last_access: f64,
-    /// The first 60 characters.
+    /// The first 60 characters, on one line (controls escaped).
     pub content: String,
 }
 
@@ -74,6 +74,11 @@ pub struct Report {
     pub eviction_preview: Vec<EvictionCandidate>,
     /// Absolute paths.
     pub paths: Paths,
+    /// A changed limit waiting for confirmation because it would remove many memories at
+    /// once, with its preview.
+    pub held_change: Option<crate::guard::Held>,
+    /// What governance and the quotas removed recently (the last 20 passes), newest last.
+    pub removed: Vec<crate::guard::Removal>,
 }
 
 /// What `fuse_check` found.
@@ -121,7 +126,10 @@ impl Coral {
         let stats = self.stats();
         let disk_usage = self.disk_usage();
         let config = self.config();
-        let engine = self.lock();
+        let mut engine = self.lock();
+        let mut removed = engine.removals();
+        removed.drain(..removed.len().saturating_sub(20));
+        let held_change = engine.held().cloned();
         let pool = engine.store.pool();
         let today = (now / 86_400.0).floor() as i64;
         let mut counts = [0usize; 14];
@@ -172,7 +180,7 @@ impl Coral {
                     importance: item.importance,
                     access_count: item.access_count,
                     last_access: item.last_access,
-                    content: item.content.chars().take(60).collect(),
+                    content: coral_score::preview(&item.content, 60).0,
                 }
             })
             .collect();
@@ -195,6 +203,8 @@ impl Coral {
             day_histogram,
             eviction_preview,
             paths,
+            held_change,
+            removed,
         }
     }
 

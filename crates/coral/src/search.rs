@@ -7,7 +7,9 @@ use coral_score::{Query, Weights, scan};
 use coral_store::{Record, Tier};
 use roaring::RoaringBitmap;
 
-use crate::engine::{Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, unix_now};
+use crate::engine::{
+    Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, check_unix_time, unix_now,
+};
 use crate::error::{Error, Result};
 use crate::search_rrf::{Fused, RrfQuery, keyword_query};
 
@@ -39,11 +41,7 @@ impl Coral {
             return Err(Error::InvalidInput("min_score is not a number".into()));
         }
         let now = options.now.unwrap_or_else(unix_now);
-        if !now.is_finite() {
-            return Err(Error::InvalidInput(format!(
-                "now must be a Unix time, got {now}"
-            )));
-        }
+        check_unix_time("now", now)?;
         let features = text_features(query);
         let rrf = config.retrieval.mode == "rrf";
         let keywords = rrf.then(|| keyword_query(query, config.retrieval.bm25_last_line_boost));
@@ -137,7 +135,16 @@ impl Coral {
             .iter()
             .filter_map(|r| r.id().map(String::from))
             .collect();
-        engine.store.commit(records)?;
+        // Counting the hits is bookkeeping for heat: when it cannot be written (a read-only
+        // store, a full disk) the search still answers, and says so through `unrecorded`.
+        engine.unrecorded = match engine.store.read_only() {
+            Some(reason) => Some(format!(
+                "the store is read-only ({reason}): hits were not recorded"
+            )),
+            None => engine.store.commit(records).err().map(|e| {
+                format!("the hits of a search could not be recorded ({e}); results are unaffected")
+            }),
+        };
         let pool = engine.store.pool();
         let hits = scored
             .iter()

@@ -111,9 +111,13 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
         (side(&old_timeline, "-shm"), side(&new_timeline, "-shm")),
     ];
     let (old_threads, new_threads) = (old.threads_path(), new.threads_path());
+    // The vectors' embedder tag and checksums follow the vector file.
+    let (old_meta, new_meta) = (from.vector_meta(), to.vector_meta());
     let mut pairs: Vec<(&PathBuf, &PathBuf)> = vec![
         (&from.cold, &to.cold),
         (&from.vectors, &to.vectors),
+        (&old_meta, &new_meta),
+        (&from.sums, &to.sums),
         (&from.index, &to.index),
         (&from.warm, &to.warm),
         (&from.hot, &to.hot),

@@ -7,10 +7,11 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use coral_embed::Embedder;
 use coral_heat::OpenAiClient;
-use coral_timeline::{Durability, Options, Timeline};
+use coral_timeline::{Access, Durability, Options, Timeline};
 
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
@@ -74,11 +75,15 @@ pub use coral_timeline::{
     CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
     Error as TimelineError, ExchangeRefs, History, HistoryFormat, HistoryTokens, KeywordMatch,
     LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, OpenedMemory,
-    OpenedSummary, Origin, Period, Policy, Projection, ReadRequest, ReadResult, ReadStatus,
-    Recovered, RetrieveHit, RetrieveRequest, RetrieveResult, SettledResult, SettlementReport,
-    SummaryCard, SummaryLlm, TextEmbedder, TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole,
-    TurnStatus, TurnView, UnitView, View, parse_zone,
+    OpenedSummary, Origin, Period, Policy, Problem as TimelineProblem, Projection, ReadRequest,
+    ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, RetrieveHit, RetrieveRequest,
+    RetrieveResult, SettledResult, SettlementReport, SummaryCard, SummaryLlm, TextEmbedder,
+    TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View,
+    parse_zone,
 };
+
+/// How long a timeline opened read-only is used before a call tries to open it writable again.
+pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);
 
 /// File name of the timeline database inside the data directory.
 pub const TIMELINE_FILE: &str = "coral_timeline.sqlite3";
@@ -95,10 +100,27 @@ impl Config {
 pub(crate) struct TimelineSlot {
     path: PathBuf,
     durability: Durability,
-    opened: Mutex<Option<Arc<Timeline>>>,
+    opened: Mutex<Option<(Arc<Timeline>, Instant)>>,
 }
 
 impl TimelineSlot {
+    /// Open the file with `access`, and abort the open turns of processes that died (skipped
+    /// where nothing can be written: those turns stay open until a writable open).
+    fn open(&self, access: Access) -> Result<Timeline, TimelineError> {
+        let timeline = Timeline::open_with(
+            &self.path,
+            Options {
+                durability: self.durability,
+                access,
+                ..Options::default()
+            },
+        )?;
+        match timeline.recover_orphaned_turns(unix_now()) {
+            Ok(_) | Err(TimelineError::Unwritable { .. }) => Ok(timeline),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(crate) fn new(config: &Config) -> TimelineSlot {
         TimelineSlot {
             path: config.timeline_path(),
@@ -116,29 +138,84 @@ impl TimelineSlot {
 impl Coral {
     /// The timeline, opened (and created) on first use. Opening aborts the open turns of
     /// processes that died before completing them. A failed open is retried by the next call.
+    ///
+    /// Where nothing can be written (a read-only file system or directory, a full disk) the
+    /// timeline opens read-only: reads work, writes fail with [`TimelineError::Unwritable`],
+    /// and [`Coral::timeline_read_only`] says why. A read-only timeline is opened again, for
+    /// writing, by a call at least [`READ_ONLY_RETRY`] later, so a server whose disk had filled
+    /// up records again once there is space.
     pub fn timeline(&self) -> Result<Arc<Timeline>, TimelineError> {
         let slot = &self.timeline;
         let mut opened = slot.opened.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = opened.as_ref() {
+        if let Some((t, at)) = opened.as_mut() {
+            if t.read_only().is_none() || at.elapsed() < READ_ONLY_RETRY {
+                return Ok(Arc::clone(t));
+            }
+            *at = Instant::now();
+            match slot.open(Access::Writable) {
+                Ok(writable) => *t = Arc::new(writable),
+                // Still unwritable: keep reading the one already open.
+                Err(_) => return Ok(Arc::clone(t)),
+            }
             return Ok(Arc::clone(t));
         }
-        if let Some(dir) = slot.path.parent() {
+        if let Some(dir) = slot.path.parent()
+            && !dir.is_dir()
+        {
             std::fs::create_dir_all(dir).map_err(|e| TimelineError::Corrupted {
                 path: slot.path.clone(),
                 detail: format!("cannot create its directory: {e}"),
             })?;
         }
-        let timeline = Timeline::open_with(
-            &slot.path,
-            Options {
-                durability: slot.durability,
-                ..Options::default()
-            },
-        )?;
-        timeline.recover_orphaned_turns(unix_now())?;
-        let timeline = Arc::new(timeline);
-        *opened = Some(Arc::clone(&timeline));
+        let timeline = Arc::new(slot.open(Access::Auto)?);
+        *opened = Some((Arc::clone(&timeline), Instant::now()));
         Ok(timeline)
+    }
+
+    /// Why the timeline records nothing, when it was opened read-only (see
+    /// [`Coral::timeline`]); `None` when it is writable or not open yet.
+    pub fn timeline_read_only(&self) -> Option<String> {
+        let opened = self
+            .timeline
+            .opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        opened
+            .as_ref()
+            .and_then(|(t, _)| t.read_only().map(String::from))
+    }
+
+    /// Damage the timeline's open found and contained (a damaged write-ahead log, copied
+    /// aside), as [`Timeline::repairs`]; empty when it is not open yet.
+    pub fn timeline_repairs(&self) -> Vec<TimelineRepair> {
+        let opened = self
+            .timeline
+            .opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        opened
+            .as_ref()
+            .map(|(t, _)| t.repairs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// Every problem of the timeline database, for `coral check` ([`Timeline::check`]: SQLite's
+    /// integrity check, schema, write-ahead-log damage, quarantined copies left beside it).
+    /// A data directory without a timeline has none (the file is not created); a file that
+    /// cannot be opened is one problem naming why.
+    pub fn timeline_check(&self) -> Vec<TimelineProblem> {
+        let path = self.timeline.path.clone();
+        if !path.exists() {
+            return Vec::new();
+        }
+        let result = self.timeline().and_then(|t| t.check());
+        match result {
+            Ok(problems) => problems,
+            Err(e) => vec![TimelineProblem {
+                file: path,
+                detail: format!("cannot be checked: {e}"),
+            }],
+        }
     }
 
     /// `retrieve_for_turn` with this engine's embedder ranking by vector too.

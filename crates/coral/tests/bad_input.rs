@@ -228,6 +228,28 @@ fn bad_arguments_are_refused_and_change_nothing() {
             vec!["timestamp", "-1"],
         ),
         (
+            "creation time after the year 9999",
+            insert_with(
+                "a new memory",
+                InsertOptions {
+                    timestamp: Some(1e300),
+                    ..InsertOptions::default()
+                },
+            ),
+            vec!["timestamp", "1e300", "253402300799", "milliseconds"],
+        ),
+        (
+            "creation time in milliseconds",
+            insert_with(
+                "a new memory",
+                InsertOptions {
+                    timestamp: Some(1.7e12),
+                    ..InsertOptions::default()
+                },
+            ),
+            vec!["timestamp", "1700000000000", "milliseconds"],
+        ),
+        (
             "infinite insert clock",
             insert_with(
                 "a new memory",
@@ -290,6 +312,17 @@ fn bad_arguments_are_refused_and_change_nothing() {
                 },
             ),
             vec!["now", "NaN"],
+        ),
+        (
+            "search clock after the year 9999",
+            search(
+                "coffee",
+                SearchOptions {
+                    now: Some(1e20),
+                    ..top_k(3)
+                },
+            ),
+            vec!["now", "1e20", "253402300799"],
         ),
         (
             "NaN score floor",
@@ -379,6 +412,43 @@ fn a_warm_file_that_is_not_utf8_stops_open_and_is_left_alone() {
     // Nothing was locked for good either: the next open fails the same way.
     let again = open(base).err().expect("open must fail again").to_string();
     assert_eq!(again, err);
+}
+
+#[test]
+fn an_empty_or_truncated_tier_file_stops_open_instead_of_reading_as_no_memories() {
+    for (what, file, cut) in [
+        ("0-byte warm file", "coral_warm.json", 0usize),
+        ("whitespace hot file", "coral_hot.json", 0),
+        ("truncated warm file", "coral_warm.json", 40),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        let coral = open(base).unwrap();
+        seed(&coral);
+        // Keep memories in the hot tier too: flush checkpoints without closing.
+        coral.flush().unwrap();
+        drop(coral);
+        let path = data_dir(base).join(file);
+        let good = std::fs::read(&path).unwrap();
+        assert!(good.len() > cut + 10, "{what}: {file} holds memories");
+        let damaged = if what.starts_with("whitespace") {
+            b"  \n".to_vec()
+        } else {
+            good[..cut].to_vec()
+        };
+        std::fs::write(&path, &damaged).unwrap();
+        let before = files(&data_dir(base));
+        let err = open(base)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: opened as if the tier were empty"))
+            .to_string();
+        assert_mentions(&err, &[file], what);
+        assert!(
+            err.contains("empty") || err.contains("not a JSON array"),
+            "{what}: {err}"
+        );
+        assert_eq!(files(&data_dir(base)), before, "{what}: open changed files");
+    }
 }
 
 /// Turns a file's good bytes into damaged ones.
@@ -485,6 +555,28 @@ fn damaged_vector_files_are_reported_and_rebuilt() {
     for (what, damage) in cases {
         check_vectors(what, "coral_vectors.npy", damage);
     }
+    // Damage that keeps both files well-formed: before, these went unnoticed.
+    check_vectors("a NaN row", "coral_vectors.npy", |b| {
+        let mut m = npy::decode(b, std::path::Path::new("v.npy")).unwrap();
+        let cols = m.cols;
+        m.data[cols..2 * cols].fill(f32::NAN);
+        npy::encode(m.rows, cols, &m.data)
+    });
+    check_vectors("an infinite value", "coral_vectors.npy", |b| {
+        let mut m = npy::decode(b, std::path::Path::new("v.npy")).unwrap();
+        m.data[0] = f32::INFINITY;
+        npy::encode(m.rows, m.cols, &m.data)
+    });
+    check_vectors("two ids swapped", "coral_vector_index.json", |b| {
+        let mut ids: Vec<String> = serde_json::from_slice(b).unwrap();
+        ids.swap(0, 2);
+        serde_json::to_vec(&ids).unwrap()
+    });
+    check_vectors("a row changed in place", "coral_vectors.npy", |b| {
+        let mut m = npy::decode(b, std::path::Path::new("v.npy")).unwrap();
+        m.data[3] += 0.5;
+        npy::encode(m.rows, m.cols, &m.data)
+    });
     let index_cases: [(&str, Damage); 3] = [
         ("index is not JSON", |b| b[..b.len() / 2].to_vec()),
         ("index is not a list of ids", |_| br#"{"ids": 4}"#.to_vec()),

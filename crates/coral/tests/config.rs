@@ -61,9 +61,9 @@ fn every_key_round_trips_through_set_get_and_reset() {
     let mut checked = 0;
     for key in coral_keys(&defaults) {
         let current = coral.config_get(Some(&key)).unwrap();
-        let protected = ["paths.", "threads.", "embedding."]
-            .iter()
-            .any(|p| key.starts_with(p));
+        // The operator (a Rust caller, the CLI) may change everything but the file locations,
+        // which `set_paths` moves.
+        let protected = ["paths.", "threads."].iter().any(|p| key.starts_with(p));
         let proposed = match &current {
             Value::Bool(b) => json!(!b),
             Value::Number(n) if n.is_f64() => {
@@ -74,6 +74,8 @@ fn every_key_round_trips_through_set_get_and_reset() {
             Value::String(_) if key == "retrieval.mode" => json!("rrf"),
             Value::String(_) if key == "storage.sync" => json!("always"),
             Value::String(_) if key == "timeline.timezone" => json!("Asia/Shanghai"),
+            Value::String(_) if key == "embedding.embedder" => json!("hash"),
+            Value::String(_) if key == "embedding.pooling" => json!("cls"),
             Value::String(_) => json!("changed-value"),
             other => panic!("{key}: unexpected {other}"),
         };
@@ -88,7 +90,9 @@ fn every_key_round_trips_through_set_get_and_reset() {
         }
         let result = result.unwrap_or_else(|e| panic!("{key} = {proposed}: {e}"));
         assert_eq!(result["key_path"], key.as_str());
-        if key != "llm.api_key" {
+        // Embedding settings wait for a restart (and a re-embed): only the file changes now.
+        let in_force = !key.starts_with("embedding.");
+        if key != "llm.api_key" && in_force {
             assert_eq!(result["new"], proposed, "{key}");
             assert_eq!(coral.config_get(Some(&key)).unwrap(), proposed, "{key}");
         }
@@ -108,9 +112,18 @@ fn every_key_round_trips_through_set_get_and_reset() {
         };
         assert_eq!(reset["changed"], expected, "{key}");
         let back = coral.config_get(Some(&key)).unwrap();
-        if key != "llm.api_key" {
+        if key != "llm.api_key" && in_force {
             assert_eq!(&back, default, "{key} after reset");
         }
+        let on_disk: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("coral_config.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            key.split('.').fold(&on_disk, |v, k| &v[k]),
+            default,
+            "{key} on disk after reset"
+        );
         checked += 1;
     }
     assert!(checked >= 40, "only {checked} keys checked");
@@ -255,13 +268,33 @@ fn lowering_the_capacity_governs_at_once() {
         let archived = coral.get_archived(id).unwrap().expect("archived");
         assert_eq!(archived.extra["archive_reason"], "evicted");
     }
-    // Through a file edit as well.
+    // Through a file edit, a change that would remove most of what is left waits for a
+    // confirmation: before, any edit of the file (by anything that can write it) evicted at
+    // once.
     edit(dir.path(), |v| v["memory"]["capacity_threshold"] = json!(5));
+    let stats = coral.stats();
+    assert_eq!(stats.total, 20, "a bulk removal by a file edit is held");
+    let held = stats.governance.held.expect("the hold is reported");
+    assert!(
+        held.contains("memory.capacity_threshold 20 → 5") && held.contains("15 of 20"),
+        "{held}"
+    );
+    let report = coral.report();
+    assert_eq!(
+        report.held_change.as_ref().unwrap().preview.would_remove,
+        15
+    );
+    fill(&coral, 1);
     assert_eq!(
         coral.stats().total,
-        5,
-        "a reload that lowers capacity governs at once"
+        21,
+        "inserts go on under the accepted limits"
     );
+    let done = coral.confirm_removals().unwrap();
+    assert_eq!((done.before, done.after), (21, 5));
+    assert!(coral.stats().governance.held.is_none());
+    let removed: usize = coral.report().removed.iter().map(|r| r.count).sum();
+    assert_eq!(removed, 40 + 16, "every removal is in the report's log");
 }
 
 fn coral_embed_id(i: usize) -> String {

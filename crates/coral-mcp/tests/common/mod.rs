@@ -369,15 +369,21 @@ pub fn cases() -> Vec<Case> {
             json!({"key_path": "retrieval.top_k", "value": [1]}),
             Err("a string, a number or true/false"),
         ),
+        // The LLM endpoint and key are the user's: a tool would send memories elsewhere.
         case(
             "coral_config_set",
             json!({"key_path": "llm.api_key", "value": "sk-very-secret"}),
-            Ok(|r| r["new"] == "****" && r["old"] == ""),
+            Err("cannot be changed by a tool"),
+        ),
+        case(
+            "coral_config_set",
+            json!({"key_path": "llm.base_url", "value": "http://127.0.0.1:9/v1"}),
+            Err("cannot be changed by a tool"),
         ),
         case(
             "coral_config_get",
             json!({"path": "llm"}),
-            Ok(|r| r["config"]["api_key"] == "****"),
+            Ok(|r| r["config"]["api_key"] == "" && r["config"]["base_url"] == ""),
         ),
         case(
             "coral_config_reset",

@@ -3,8 +3,19 @@
 
 use serde_json::{Value, json};
 
-use super::{Arg, Args, Kind, ToolDef, ToolError};
+use super::{Arg, Args, DefaultValue, Kind, ToolDef, ToolError};
+use crate::config_ops::ConfigChange;
 use crate::engine::Coral;
+
+/// The confirmation a change that removes many memories at once needs.
+const CONFIRM: Arg = Arg {
+    name: "confirm",
+    kind: Kind::Boolean,
+    required: false,
+    description: "true to make a change that removes many memories at once (after reading \
+                  its preview) / 确认执行会一次删除大量记忆的修改",
+    default: Some(DefaultValue::Bool(false)),
+};
 
 pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
@@ -23,9 +34,13 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "coral_config_set",
-        description: "Change one setting now and in coral_config.json, e.g. \
-                      retrieval.top_k = 8; paths.*, threads.* and embedding.* are refused. \
-                      修改一项配置并写回文件（paths/threads/embedding 不可改）。",
+        description: "Change one tuning setting now and in coral_config.json, e.g. \
+                      retrieval.top_k = 8 (memory.*, retrieval.*, heat.*, timeline.*, reload.*, \
+                      parallelism.*, storage.max_bytes/warn_ratio/hard_ratio; llm.*, embedding.*, \
+                      paths.* and storage durability are the user's). A change that would \
+                      remove many memories at once returns a preview and needs confirm: true. \
+                      修改一项调优配置并写回文件（llm/embedding/paths/存储持久性仅限用户修改）；\
+                      若会一次删除大量记忆，先返回预览，需 confirm: true 确认。",
         args: &[
             Arg {
                 name: "key_path",
@@ -41,21 +56,26 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 description: "new value of the key's type / 新值（类型须与原值一致）",
                 default: None,
             },
+            CONFIRM,
         ],
         handler: config_set,
     },
     ToolDef {
         name: "coral_config_reset",
-        description: "Restore defaults for one key or section, or (no key) for memory, \
-                      retrieval, heat, storage, parallelism and reload; never touches data. \
-                      恢复默认配置（单项、分节或全部可调分节），不影响数据。",
-        args: &[Arg {
-            name: "key_path",
-            kind: Kind::String,
-            required: false,
-            description: "key or section; omit for all tunable sections / 省略则重置全部可调分节",
-            default: None,
-        }],
+        description: "Restore the defaults of the tuning settings of one key or section, or \
+                      (no key) of every tunable section; never touches data; guarded like \
+                      coral_config_set. \
+                      恢复调优配置的默认值（单项、分节或全部），不影响数据；同样需确认大量删除。",
+        args: &[
+            Arg {
+                name: "key_path",
+                kind: Kind::String,
+                required: false,
+                description: "key or section; omit for all tunable sections / 省略则重置全部可调分节",
+                default: None,
+            },
+            CONFIRM,
+        ],
         handler: config_reset,
     },
     ToolDef {
@@ -97,17 +117,43 @@ fn config_set(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             value = parsed;
         }
     }
-    let mut result = coral.config_set(key, value)?;
-    if let Some(map) = result.as_object_mut() {
-        map.insert("ok".into(), json!(true));
-    }
-    Ok(result)
+    let change = coral.config_set_by_tool(key, value, args.bool("confirm").unwrap_or(false))?;
+    Ok(change_result(change))
 }
 
 fn config_reset(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let mut result = coral.config_reset(args.str("key_path"))?;
-    if let Some(map) = result.as_object_mut() {
-        map.insert("ok".into(), json!(true));
+    let change =
+        coral.config_reset_by_tool(args.str("key_path"), args.bool("confirm").unwrap_or(false))?;
+    Ok(change_result(change))
+}
+
+/// `{ok: true, ...}` for a change made; for one held back, `{ok: false, needs_confirmation,
+/// would_remove, ...}` with the preview and what to do.
+fn change_result(change: ConfigChange) -> Value {
+    match change {
+        ConfigChange::Done(mut result) => {
+            if let Some(map) = result.as_object_mut() {
+                map.insert("ok".into(), json!(true));
+            }
+            result
+        }
+        ConfigChange::NeedsConfirmation(preview) => {
+            let mut v = json!({
+                "ok": false,
+                "needs_confirmation": true,
+                "error": format!(
+                    "not changed: this would remove {} of {} memories at once (more than {}); \
+                     they go to the archive except disk-quota removals. Repeat the call with \
+                     confirm: true if that is really wanted.",
+                    preview.would_remove, preview.memories, preview.limit
+                ),
+            });
+            if let (Some(map), Ok(Value::Object(p))) =
+                (v.as_object_mut(), serde_json::to_value(&preview))
+            {
+                map.extend(p);
+            }
+            v
+        }
     }
-    Ok(result)
 }

@@ -118,13 +118,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
 ];
 
-/// Collapse runs of whitespace to one space and cut at `max` chars with "…".
+/// Collapse runs of whitespace to one space, escape control characters and cut at `max` chars
+/// with "…" (`coral_score::preview`, the one quoting rule).
 pub fn summarize(content: &str, max: usize) -> (String, bool) {
-    let collapsed = content.split_whitespace().collect::<Vec<_>>().join(" ");
-    match collapsed.char_indices().nth(max) {
-        Some((cut, _)) => (format!("{}…", &collapsed[..cut]), true),
-        None => (collapsed, false),
-    }
+    coral_score::preview(content, max)
 }
 
 fn memory_search(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
@@ -201,7 +198,8 @@ fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
     } else {
         Err(ToolError::InvalidArguments(format!(
-            "no memory with item_id {id:?}; search first to get a valid id / 未找到该记忆"
+            "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
+            crate::echo(id)
         )))
     }
 }

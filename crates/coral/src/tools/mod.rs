@@ -19,7 +19,7 @@ use crate::engine::Coral;
 #[non_exhaustive]
 pub enum ToolError {
     /// No tool has this name.
-    #[error("unknown tool {0:?}")]
+    #[error("unknown tool {}", crate::echo(.0))]
     UnknownTool(String),
     /// The arguments are missing, of the wrong type or out of range. Nothing was changed.
     #[error("{0}")]
@@ -29,15 +29,29 @@ pub enum ToolError {
     Failed(String),
 }
 
+impl ToolError {
+    /// The same error with its message cut to [`crate::bound_message`]'s size: messages built
+    /// in the leaf crates may echo a whole argument.
+    fn bounded(self) -> Self {
+        match self {
+            ToolError::InvalidArguments(m) => ToolError::InvalidArguments(crate::bound_message(m)),
+            ToolError::Failed(m) => ToolError::Failed(crate::bound_message(m)),
+            other => other,
+        }
+    }
+}
+
 impl From<crate::Error> for ToolError {
     fn from(e: crate::Error) -> Self {
         match e {
             crate::Error::InvalidInput(m) => ToolError::InvalidArguments(m),
             crate::Error::NotFound(id) => ToolError::InvalidArguments(format!(
-                "no memory with item_id {id:?}; search first to get a valid id"
+                "no memory with item_id {}; search first to get a valid id",
+                crate::echo(&id)
             )),
             crate::Error::ThreadNotFound(id) => ToolError::InvalidArguments(format!(
-                "no thread with id {id:?}; call thread_status to list the threads"
+                "no thread with id {}; call thread_status to list the threads",
+                crate::echo(&id)
             )),
             other => ToolError::Failed(other.to_string()),
         }
@@ -292,8 +306,8 @@ fn check_fields(
         if !args.iter().any(|a| a.name == key) {
             let known: Vec<&str> = args.iter().map(|a| a.name).collect();
             return Err(ToolError::InvalidArguments(format!(
-                "{tool}: unknown argument {:?}; accepted: {}",
-                format!("{prefix}{key}"),
+                "{tool}: unknown argument {}; accepted: {}",
+                crate::echo(&format!("{prefix}{key}")),
                 if known.is_empty() {
                     "none".to_string()
                 } else {
@@ -324,7 +338,7 @@ fn check_value(tool: &str, name: &str, kind: Kind, value: &Value) -> Result<(), 
         ToolError::InvalidArguments(format!(
             "{tool}: argument {name:?} must be {expected}, got {} {}",
             type_name(value),
-            value
+            crate::echo_json(value)
         ))
     };
     match kind {
@@ -380,9 +394,27 @@ impl Coral {
             .iter()
             .find(|t| t.name == name)
             .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
-        let args = validate(tool, args)?;
+        let args = validate(tool, args).map_err(ToolError::bounded)?;
         (tool.handler)(self, &args)
+            .map(bound_refusal)
+            .map_err(ToolError::bounded)
     }
+}
+
+/// A result body that says `ok: false` (the timeline's read tools answer refusals so) with
+/// its top-level strings (the message, and echoes of the request such as `timezone`) cut like
+/// [`ToolError`] messages.
+fn bound_refusal(mut body: Value) -> Value {
+    if body["ok"] == false
+        && let Some(fields) = body.as_object_mut()
+    {
+        for value in fields.values_mut() {
+            if let Value::String(text) = value {
+                *text = crate::bound_message(std::mem::take(text));
+            }
+        }
+    }
+    body
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ const TIMESTAMP: Arg = Arg {
     name: "timestamp",
     kind: Kind::Number {
         min: 0.0,
-        max: 253_402_300_799.0,
+        max: crate::MAX_UNIX_TIME,
     },
     required: false,
     description: "when it happened, Unix seconds, default now / 发生时间（Unix 秒），默认现在",
@@ -148,7 +148,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "start_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: 253_402_300_799.0,
+            max: crate::MAX_UNIX_TIME,
         },
         required: false,
         description: "start, Unix seconds / 起点（Unix 秒）",
@@ -158,7 +158,7 @@ const TIME_HINT_FIELDS: &[Arg] = &[
         name: "end_ts",
         kind: Kind::Number {
             min: 0.0,
-            max: 253_402_300_799.0,
+            max: crate::MAX_UNIX_TIME,
         },
         required: false,
         description: "end, Unix seconds / 终点（Unix 秒）",
@@ -655,7 +655,8 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
     },
     ToolDef {
         name: "timeline_metrics",
-        description: "Host: turns, results and the tokens settlement saved. 轮次、结果与节省的 token 统计。",
+        description: "Host: turns, results and the tokens settlement saved; damage the open \
+                      repaired and why nothing is recorded, if so. 轮次、结果与节省的 token 统计。",
         args: &[CROSS, TENANT, USER, DOMAIN, CONVERSATION],
         handler: metrics,
     },
@@ -738,7 +739,8 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         "compact" => Detail::Compact,
         other => {
             return Ok(invalid_filter(format!(
-                "detail {other:?} is not full or compact"
+                "detail {} is not full or compact",
+                crate::echo(other)
             )));
         }
     };
@@ -1086,13 +1088,17 @@ fn history(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn metrics(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let m = open(coral)?
+    let timeline = open(coral)?;
+    let m = timeline
         .metrics(
             &namespace(args),
             args.bool("cross_conversation").unwrap_or(false),
         )
         .map_err(write_error)?;
-    ok(json!({"metrics": m}))
+    // Damage this open contained, and why nothing is recorded, if so: said wherever the
+    // timeline's state is shown.
+    let repairs: Vec<String> = timeline.repairs().iter().map(ToString::to_string).collect();
+    ok(json!({"metrics": m, "repairs": repairs, "read_only": timeline.read_only()}))
 }
 
 fn recover(coral: &Coral, args: &Args) -> Result<Value, ToolError> {

@@ -1,0 +1,538 @@
+//! The bulk-removal guard: a changed setting that would remove more than a small share of the
+//! memories at once waits for an explicit confirmation, and every removal is logged.
+//!
+//! Governance removes memories for three kinds of reasons: growth (the pool passes its limits
+//! one insert at a time, and each pass removes about one headroom's worth), an import, and a
+//! changed limit (`memory.capacity_threshold 0` removes everything at once). Only the last can
+//! be triggered by one call, from a tool a model was talked into calling or from an edit of
+//! the config file that a running server picks up, so only changed limits are guarded:
+//!
+//! - The limits governance last ran under are recorded in `coral_governance.json` (the
+//!   *accepted* limits), with a log of what was removed, when and why.
+//! - When the config's limits differ from the accepted ones, governance first previews what
+//!   the new ones would remove now. Up to [`bulk_limit`] memories, the new limits are accepted.
+//!   Beyond it, governance keeps running under the accepted limits (or, with none recorded,
+//!   removes nothing) and reports the hold, until the change is confirmed: `coral govern
+//!   --confirm`, a tool call with `confirm: true`, or a Rust caller's [`Coral::set_config`].
+//!
+//! The record is shared by every process using the directory: a confirmation in one applies
+//! in all.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use coral_heat::{
+    Candidate, ColdItem, QuotaLimits, evict_lowest_heat, excess_over_capacity, headroom,
+    lru_overflow, plan_quota, ttl_expired,
+};
+use coral_store::{Pool, Tier};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::engine::{Coral, Engine};
+use crate::error::Result;
+use crate::lifecycle::heat_params;
+
+/// The record's file name, in the data directory.
+pub const GOVERNANCE_FILE: &str = "coral_governance.json";
+
+/// Removal log entries kept in the record.
+const LOG_ENTRIES: usize = 200;
+
+/// The most memories a changed setting may remove without a confirmation: 1 % of the pool, at
+/// least 10. (A growing pool's normal passes remove a headroom's worth, up to 200 at a time,
+/// but those follow unchanged limits and are never held.)
+pub fn bulk_limit(total: usize) -> usize {
+    (total / 100).max(10)
+}
+
+/// The settings that decide how much governance removes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RemovalLimits {
+    /// `memory.hot_ttl_hours`
+    pub hot_ttl_hours: f64,
+    /// `memory.max_hot_entries`
+    pub max_hot_entries: usize,
+    /// `memory.max_warm_entries`
+    pub max_warm_entries: usize,
+    /// `memory.max_cold_entries`
+    pub max_cold_entries: usize,
+    /// `memory.capacity_threshold`
+    pub capacity_threshold: usize,
+    /// `memory.governance_headroom`
+    pub governance_headroom: usize,
+    /// `memory.project_quota`
+    pub project_quota: usize,
+    /// `storage.max_bytes`
+    pub max_bytes: u64,
+    /// `storage.warn_ratio`
+    pub warn_ratio: f64,
+    /// `storage.hard_ratio`
+    pub hard_ratio: f64,
+}
+
+impl RemovalLimits {
+    /// The limits of `config`.
+    pub fn of(config: &Config) -> RemovalLimits {
+        let (m, s) = (&config.memory, &config.storage);
+        RemovalLimits {
+            hot_ttl_hours: m.hot_ttl_hours,
+            max_hot_entries: m.max_hot_entries,
+            max_warm_entries: m.max_warm_entries,
+            max_cold_entries: m.max_cold_entries,
+            capacity_threshold: m.capacity_threshold,
+            governance_headroom: m.governance_headroom,
+            project_quota: m.project_quota,
+            max_bytes: s.max_bytes,
+            warn_ratio: s.warn_ratio,
+            hard_ratio: s.hard_ratio,
+        }
+    }
+
+    /// Limits under which governance moves tiers but removes nothing.
+    fn removing_nothing(config: &Config) -> RemovalLimits {
+        RemovalLimits {
+            max_cold_entries: usize::MAX / 2,
+            capacity_threshold: usize::MAX / 2,
+            project_quota: 0,
+            max_bytes: 0,
+            ..RemovalLimits::of(config)
+        }
+    }
+
+    /// `config` with these limits.
+    fn applied_to(&self, config: &Config) -> Config {
+        let mut c = config.clone();
+        let (m, s) = (&mut c.memory, &mut c.storage);
+        m.hot_ttl_hours = self.hot_ttl_hours;
+        m.max_hot_entries = self.max_hot_entries;
+        m.max_warm_entries = self.max_warm_entries;
+        m.max_cold_entries = self.max_cold_entries;
+        m.capacity_threshold = self.capacity_threshold;
+        m.governance_headroom = self.governance_headroom;
+        m.project_quota = self.project_quota;
+        s.max_bytes = self.max_bytes;
+        s.warn_ratio = self.warn_ratio;
+        s.hard_ratio = self.hard_ratio;
+        c
+    }
+
+    /// `"key old → new"` for every setting that differs from `old`'s.
+    fn changes_from(&self, old: Option<&RemovalLimits>) -> Vec<String> {
+        let pairs = |l: &RemovalLimits| -> Vec<(&'static str, String)> {
+            vec![
+                ("memory.hot_ttl_hours", l.hot_ttl_hours.to_string()),
+                ("memory.max_hot_entries", l.max_hot_entries.to_string()),
+                ("memory.max_warm_entries", l.max_warm_entries.to_string()),
+                ("memory.max_cold_entries", l.max_cold_entries.to_string()),
+                (
+                    "memory.capacity_threshold",
+                    l.capacity_threshold.to_string(),
+                ),
+                (
+                    "memory.governance_headroom",
+                    l.governance_headroom.to_string(),
+                ),
+                ("memory.project_quota", l.project_quota.to_string()),
+                ("storage.max_bytes", l.max_bytes.to_string()),
+                ("storage.warn_ratio", l.warn_ratio.to_string()),
+                ("storage.hard_ratio", l.hard_ratio.to_string()),
+            ]
+        };
+        let new = pairs(self);
+        match old {
+            None => new.into_iter().map(|(k, v)| format!("{k} {v}")).collect(),
+            Some(old) => new
+                .into_iter()
+                .zip(pairs(old))
+                .filter(|((_, n), (_, o))| n != o)
+                .map(|((k, n), (_, o))| format!("{k} {o} → {n}"))
+                .collect(),
+        }
+    }
+}
+
+/// What a configuration would remove right now.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RemovalPreview {
+    /// Memories in the pool.
+    pub memories: usize,
+    /// How many would be removed at once.
+    pub would_remove: usize,
+    /// The most allowed without a confirmation ([`bulk_limit`]).
+    pub limit: usize,
+    /// By reason: `trimmed` (cold tier limit), `evicted` (capacity), `project_quota`,
+    /// `disk_quota` (deleted, not archived).
+    pub by_reason: BTreeMap<String, usize>,
+    /// By the tier they are in now.
+    pub by_tier: BTreeMap<String, usize>,
+    /// The settings that differ from the accepted ones, `"key old → new"`.
+    pub changes: Vec<String>,
+}
+
+impl RemovalPreview {
+    /// Whether this needs a confirmation.
+    pub fn in_bulk(&self) -> bool {
+        self.would_remove > self.limit
+    }
+}
+
+/// One governance removal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Removal {
+    /// When, Unix seconds.
+    pub at: f64,
+    /// `evicted`, `trimmed`, `distilled`, `project_quota` (these are in the archive) or
+    /// `disk_quota` (deleted to free space).
+    pub reason: String,
+    /// How many memories.
+    pub count: usize,
+    /// How many came from each tier.
+    pub tiers: BTreeMap<String, usize>,
+}
+
+/// A change waiting for confirmation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Held {
+    /// Since when, Unix seconds.
+    pub since: f64,
+    /// What it would remove.
+    pub preview: RemovalPreview,
+    /// How to confirm it.
+    pub confirm: String,
+}
+
+/// `coral_governance.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Record {
+    /// The limits governance last ran under.
+    #[serde(default)]
+    accepted: Option<RemovalLimits>,
+    /// When they were accepted.
+    #[serde(default)]
+    accepted_at: Option<f64>,
+    /// Recent removals, oldest first.
+    #[serde(default)]
+    removed: Vec<Removal>,
+}
+
+/// The record as this process last read or wrote it.
+#[derive(Default)]
+pub(crate) struct RecordCache {
+    record: Record,
+    fingerprint: Option<(std::time::SystemTime, u64)>,
+    /// Why the file could not be read, if it could not (governance then holds everything a
+    /// changed limit would remove in bulk, as with no record).
+    problem: Option<String>,
+    pub(crate) held: Option<Held>,
+}
+
+fn fingerprint(path: &Path) -> Option<(std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+impl Engine {
+    fn record_path(&self) -> PathBuf {
+        self.store.paths().governance.clone()
+    }
+
+    /// Re-read the record when another process changed it.
+    fn refresh_record(&mut self) {
+        let path = self.record_path();
+        let now = fingerprint(&path);
+        if now.is_some() && now == self.guard.fingerprint {
+            return;
+        }
+        self.guard.fingerprint = now;
+        self.guard.problem = None;
+        self.guard.record = match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.guard.problem = Some(format!(
+                        "{} is not readable ({e}); it is rewritten at the next accepted change",
+                        path.display()
+                    ));
+                    Record::default()
+                }
+            },
+            Err(_) => Record::default(),
+        };
+    }
+
+    fn write_record(&mut self) -> Result<()> {
+        if self.store.read_only().is_some() {
+            return Ok(());
+        }
+        let path = self.record_path();
+        let mut bytes = serde_json::to_vec_pretty(&self.guard.record).unwrap_or_default();
+        bytes.push(b'\n');
+        coral_store::write_atomic(&path, &bytes, true)?;
+        self.guard.fingerprint = fingerprint(&path);
+        self.guard.problem = None;
+        Ok(())
+    }
+
+    /// Log a removal of `rows` (counted by their tier now) for `reason`.
+    pub(crate) fn log_removal(&mut self, reason: &str, tiers: BTreeMap<String, usize>, now: f64) {
+        let count = tiers.values().sum();
+        if count == 0 {
+            return;
+        }
+        self.refresh_record();
+        let log = &mut self.guard.record.removed;
+        log.push(Removal {
+            at: now,
+            reason: reason.to_string(),
+            count,
+            tiers,
+        });
+        if log.len() > LOG_ENTRIES {
+            let extra = log.len() - LOG_ENTRIES;
+            log.drain(..extra);
+        }
+        // The log is a report: failing to write it must not fail the removal, which is done.
+        let _ = self.write_record();
+    }
+
+    /// The tiers of `rows`, counted.
+    pub(crate) fn tiers_of(&self, rows: &[u32]) -> BTreeMap<String, usize> {
+        let pool = self.store.pool();
+        let mut out = BTreeMap::new();
+        for &r in rows {
+            *out.entry(pool.tier(r).to_string()).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// What `config` would remove now if governance ran: the same policy functions
+    /// governance uses, on the pool as it is, nothing changed.
+    pub(crate) fn preview_removals(&self, config: &Config, now: f64) -> RemovalPreview {
+        let pool = self.store.pool();
+        let m = &config.memory;
+        let params = heat_params(config);
+        let candidate = |row: u32| candidate(pool, row);
+        let tier_rows =
+            |t: Tier| -> Vec<Candidate> { pool.tier_rows(t).iter().map(candidate).collect() };
+        // Tier moves first, as `maintain` does: only the count moved to cold matters here.
+        let mut hot = tier_rows(Tier::Hot);
+        let expired = ttl_expired(&hot, now, m.hot_ttl_hours * 3600.0);
+        let mut warm = tier_rows(Tier::Warm);
+        hot.retain(|c| !expired.contains(&c.key));
+        warm.extend(expired.iter().map(|&r| candidate(r)));
+        let mut to_cold = lru_overflow(&hot, m.max_hot_entries);
+        to_cold.extend(lru_overflow(&warm, m.max_warm_entries));
+        let mut cold = tier_rows(Tier::Cold);
+        cold.extend(to_cold.iter().map(|&r| candidate(r)));
+        let mut removed: HashSet<u32> = HashSet::new();
+        let mut by_reason = BTreeMap::new();
+        let mut note = |reason: &str, rows: Vec<u32>, removed: &mut HashSet<u32>| {
+            if !rows.is_empty() {
+                by_reason.insert(reason.to_string(), rows.len());
+                removed.extend(rows);
+            }
+        };
+        let limit = m.max_cold_entries;
+        if excess_over_capacity(cold.len(), limit, headroom(limit, 0)) > 0 {
+            let rows = evict_lowest_heat(&cold, cold.len() - limit, now, &params);
+            note("trimmed", rows, &mut removed);
+        }
+        let rest: Vec<Candidate> = (0..pool.len() as u32)
+            .filter(|r| !removed.contains(r))
+            .map(candidate)
+            .collect();
+        let capacity = m.capacity_threshold;
+        let excess = excess_over_capacity(
+            rest.len(),
+            capacity,
+            headroom(capacity, m.governance_headroom),
+        );
+        if excess > 0 {
+            note(
+                "evicted",
+                evict_lowest_heat(&rest, excess, now, &params),
+                &mut removed,
+            );
+        }
+        if m.project_quota > 0 {
+            let mut by_project: BTreeMap<&str, Vec<Candidate>> = BTreeMap::new();
+            for r in 0..pool.len() as u32 {
+                if let Some(p) = pool.item(r).project.as_deref()
+                    && !removed.contains(&r)
+                {
+                    by_project.entry(p).or_default().push(candidate(r));
+                }
+            }
+            let quota = m.project_quota;
+            let mut rows = Vec::new();
+            for members in by_project.values() {
+                let excess = excess_over_capacity(members.len(), quota, headroom(quota, 0));
+                rows.extend(evict_lowest_heat(members, excess, now, &params));
+            }
+            note("project_quota", rows, &mut removed);
+        }
+        let s = &config.storage;
+        if s.max_bytes > 0 {
+            let limits = QuotaLimits {
+                max_bytes: s.max_bytes,
+                warn_ratio: s.warn_ratio,
+                hard_ratio: s.hard_ratio,
+            };
+            let cold_items: Vec<ColdItem> = pool
+                .tier_rows(Tier::Cold)
+                .iter()
+                .filter(|r| !removed.contains(r))
+                .map(|row| ColdItem {
+                    item: candidate(row),
+                    bytes: crate::govern::item_bytes(pool.item(row), Tier::Cold, pool.dim()),
+                })
+                .collect();
+            let archive = self
+                .store
+                .file_sizes()
+                .into_iter()
+                .find(|(l, _)| *l == "archive")
+                .map_or(0, |(_, b)| b);
+            let plan = plan_quota(
+                self.quota_bytes(),
+                archive,
+                &cold_items,
+                &limits,
+                true,
+                now,
+                &params,
+            );
+            note("disk_quota", plan.evict, &mut removed);
+        }
+        let removed: Vec<u32> = removed.into_iter().collect();
+        RemovalPreview {
+            memories: pool.len(),
+            would_remove: removed.len(),
+            limit: bulk_limit(pool.len()),
+            by_reason,
+            by_tier: self.tiers_of(&removed),
+            changes: Vec::new(),
+        }
+    }
+
+    /// The configuration governance may run under now: `None` means `config` itself (its
+    /// limits are the accepted ones, or remove at most [`bulk_limit`] memories and so become
+    /// the accepted ones); `Some` is `config` with the accepted limits, and the change is held.
+    pub(crate) fn guarded(&mut self, config: &Config, now: f64) -> Option<Config> {
+        self.refresh_record();
+        let limits = RemovalLimits::of(config);
+        let accepted = self.guard.record.accepted.clone();
+        if accepted.as_ref() == Some(&limits) {
+            self.guard.held = None;
+            return None;
+        }
+        let mut preview = self.preview_removals(config, now);
+        preview.changes = limits.changes_from(accepted.as_ref());
+        if !preview.in_bulk() {
+            self.accept(limits, now);
+            return None;
+        }
+        let since = match &self.guard.held {
+            Some(h) if h.preview.changes == preview.changes => h.since,
+            _ => now,
+        };
+        self.guard.held = Some(Held {
+            since,
+            confirm: format!(
+                "run `coral govern --confirm`, or repeat the change with confirm: true, to \
+                 remove {} of {} memories; or change the setting back",
+                preview.would_remove, preview.memories
+            ),
+            preview,
+        });
+        let keep = accepted.unwrap_or_else(|| RemovalLimits::removing_nothing(config));
+        Some(keep.applied_to(config))
+    }
+
+    /// What `config` would remove now, with the settings that differ from the accepted ones.
+    pub(crate) fn preview_change(&mut self, config: &Config, now: f64) -> RemovalPreview {
+        self.refresh_record();
+        let mut preview = self.preview_removals(config, now);
+        preview.changes =
+            RemovalLimits::of(config).changes_from(self.guard.record.accepted.as_ref());
+        preview
+    }
+
+    /// Make `limits` the accepted ones and lift any hold.
+    pub(crate) fn accept(&mut self, limits: RemovalLimits, now: f64) {
+        self.guard.held = None;
+        if self.guard.record.accepted.as_ref() == Some(&limits) && self.guard.problem.is_none() {
+            return;
+        }
+        self.guard.record.accepted = Some(limits);
+        self.guard.record.accepted_at = Some(now);
+        // Not fatal: an unwritten acceptance is previewed again by the next process.
+        let _ = self.write_record();
+    }
+
+    /// The change waiting for confirmation, if any.
+    pub(crate) fn held(&self) -> Option<&Held> {
+        self.guard.held.as_ref()
+    }
+
+    /// Recent removals, oldest first.
+    pub(crate) fn removals(&mut self) -> Vec<Removal> {
+        self.refresh_record();
+        self.guard.record.removed.clone()
+    }
+}
+
+fn candidate(pool: &Pool, row: u32) -> Candidate {
+    let item = pool.item(row);
+    Candidate {
+        key: row,
+        timestamp: item.timestamp,
+        last_access: item.last_access,
+        access_count: item.access_count,
+        importance: item.importance,
+    }
+}
+
+/// What confirming a held change did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Confirmed {
+    /// What was waiting (nothing when no change was held).
+    pub preview: Option<RemovalPreview>,
+    /// Memories before and after governance ran.
+    pub before: usize,
+    /// After.
+    pub after: usize,
+}
+
+impl Coral {
+    /// What the configuration in force would remove now, and whether a change is held.
+    pub fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
+        let config = self.config();
+        let mut engine = self.lock();
+        let _ = engine.guarded(&config, crate::engine::unix_now());
+        let preview = engine.preview_removals(&config, crate::engine::unix_now());
+        (preview, engine.held().cloned())
+    }
+
+    /// Accept the limits of the configuration in force, whatever they remove, and govern now
+    /// (`coral govern --confirm`; a tool's `confirm: true`).
+    pub fn confirm_removals(&self) -> Result<Confirmed> {
+        let config = self.config();
+        let now = crate::engine::unix_now();
+        let (before, preview) = {
+            let mut engine = self.lock();
+            let _ = engine.guarded(&config, now);
+            let preview = engine.held().map(|h| h.preview.clone());
+            engine.accept(RemovalLimits::of(&config), now);
+            (engine.store.pool().len(), preview)
+        };
+        self.govern(&config, now, None)?;
+        let after = self.lock().store.pool().len();
+        Ok(Confirmed {
+            preview,
+            before,
+            after,
+        })
+    }
+}
