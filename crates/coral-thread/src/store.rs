@@ -154,6 +154,7 @@ struct State {
     last_scan: Option<f64>,
     journal_records: u64,
     recovered_records: u64,
+    removed_temp_files: u64,
     repairs: Vec<String>,
 }
 
@@ -196,6 +197,8 @@ pub struct StoreCounters {
     pub recovered_records: u64,
     /// Ended processes' journals absorbed and waiting for a checkpoint to remove them.
     pub claimed_journals: usize,
+    /// Temp files of writers killed mid-checkpoint removed by this store's checkpoints.
+    pub removed_temp_files: u64,
 }
 
 impl ThreadStore {
@@ -228,6 +231,7 @@ impl ThreadStore {
                 last_scan: None,
                 journal_records: 0,
                 recovered_records: 0,
+                removed_temp_files: 0,
                 repairs: Vec::new(),
             }),
             wake: Condvar::new(),
@@ -285,6 +289,7 @@ impl ThreadStore {
             journal_records: st.journal_records,
             recovered_records: st.recovered_records,
             claimed_journals: st.claimed.len(),
+            removed_temp_files: st.removed_temp_files,
         }
     }
 
@@ -628,6 +633,7 @@ impl Shared {
         if !st.dirty {
             return Ok(()); // another thread of this process wrote it meanwhile
         }
+        st.removed_temp_files += self.remove_orphaned_temp_files();
         let bytes = codec::to_bytes(&st.set);
         let (fp, handle) = self.write_file(&bytes)?;
         st.known = Some(fp);
@@ -646,6 +652,36 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    /// Remove the temp files (`.<file>.tmp-<pid>`) that writers killed between writing and
+    /// renaming left. Only call this holding the lock file: then no writer is between the two.
+    /// Returns how many were removed.
+    fn remove_orphaned_temp_files(&self) -> u64 {
+        let dir = crate::own_journal::dir_of(&self.path);
+        let Some(prefix) = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| format!(".{n}.tmp-"))
+        else {
+            return 0;
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let orphan = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+            if orphan && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     fn write_file(&self, bytes: &[u8]) -> Result<(Fingerprint, File)> {
@@ -918,6 +954,39 @@ mod tests {
             .map(|s| s.step_id.to_string())
             .collect();
         assert_eq!(ids, acked);
+    }
+
+    #[test]
+    fn a_checkpoint_removes_temp_files_killed_writers_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        for name in [
+            ".coral_threads.json.tmp-123",
+            ".coral_threads.json.tmp-4567",
+            ".coral_threads.json.tmp-x", // not ours
+            "coral_threads.json.tmp",    // the original's, written under the lock file
+            ".coral_wal.jsonl.tmp-123",  // another file's
+        ] {
+            std::fs::write(dir.path().join(name), "partial").unwrap();
+        }
+        let store = ThreadStore::open_with(&path, options()).unwrap();
+        store.create("t", None, None, None).unwrap();
+        assert_eq!(store.counters().removed_temp_files, 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("tmp"))
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".coral_threads.json.tmp-x",
+                ".coral_wal.jsonl.tmp-123",
+                "coral_threads.json.tmp"
+            ]
+        );
     }
 
     #[test]
