@@ -474,3 +474,88 @@ fn a_killed_writers_journal_moves_with_the_threads_file() {
     let moved = env.dir.path().join("elsewhere");
     assert!(moved.join("threads.json").exists());
 }
+
+#[test]
+fn backup_keeps_a_killed_writers_steps_and_check_reports_a_damaged_journal_untouched() {
+    let env = Env::new();
+    let id = env.create("backed up after a crash");
+    let mut child = env
+        .command(&["thread", "advance", &id, "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = (0..30)
+        .map(|i| format!("before the backup {i}\n"))
+        .collect();
+    let feeder = Feeder::start(child.stdin.take().unwrap(), lines);
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let acked: HashSet<String> = ack_kill_drain(&mut child, &mut reader, 30, 0, |v| {
+        v["step_id"].as_str().map(String::from)
+    })
+    .into_iter()
+    .collect();
+    feeder.finish();
+    assert_eq!(acked.len(), 30);
+    let data = env.threads_file().parent().unwrap().to_path_buf();
+    let _ = std::fs::remove_file(data.join("coral_threads.json.lock")); // a dead writer's
+    let steps_in = |file: &std::path::Path| -> HashSet<String> {
+        let v: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["steps"].as_array().unwrap().clone())
+            .map(|s| s["step_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The backup holds every acknowledged step, the ones only in the journal too.
+    let dest = env.dir.path().join("backup");
+    let out = env
+        .command(&["backup", dest.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(acked.is_subset(&steps_in(&dest.join("coral_threads.json"))));
+
+    // A damaged record in the ended journal: check reports it and changes nothing.
+    let journal = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains(".journal-"))
+        .expect("the killed writer's journal");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    assert!(lines.len() >= 3, "{text}");
+    let middle = lines.len() / 2;
+    lines[middle] = lines[middle].replace("before the backup", "before the backuq");
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let listing = || {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&data)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing();
+    let out = env.command(&["check"]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("thread journal") && report.contains("checksum mismatch"),
+        "{report}"
+    );
+    assert_eq!(listing(), before, "check changed the directory");
+}

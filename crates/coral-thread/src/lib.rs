@@ -51,6 +51,7 @@ mod model;
 mod own_journal;
 mod recover;
 mod set;
+mod snapshot;
 mod store;
 mod sync;
 
@@ -62,6 +63,7 @@ pub use model::{
 };
 pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
+pub use snapshot::{Snapshot, snapshot};
 pub use store::{Clock, StoreCounters, StoreOptions, ThreadStore};
 pub use sync::SyncPolicy;
 

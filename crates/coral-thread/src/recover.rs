@@ -22,7 +22,7 @@ pub(crate) struct Claimed {
 }
 
 /// Whether `name` is a journal name for `prefix`: `<prefix><pid>-<8 hex digits>`.
-fn is_journal_name(name: &std::ffi::OsStr, prefix: &std::ffi::OsStr) -> bool {
+pub(crate) fn is_journal_name(name: &std::ffi::OsStr, prefix: &std::ffi::OsStr) -> bool {
     let (Some(name), Some(prefix)) = (name.to_str(), prefix.to_str()) else {
         return false;
     };
