@@ -7,7 +7,7 @@
 use coral_mcp::errln;
 
 use clap::Subcommand;
-use coral::{Config, StepView, ThreadStatusReport, ThreadView, Threads};
+use coral::{Config, StepView, ThreadStatusReport, ThreadStoreOptions, ThreadView, Threads};
 use serde_json::{Map, Value, json};
 
 use crate::cli::Cli;
@@ -87,7 +87,7 @@ pub enum ThreadCommand {
     },
 }
 
-fn open(cli: &Cli) -> Result<Threads, Failure> {
+fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -98,20 +98,35 @@ fn open(cli: &Cli) -> Result<Threads, Failure> {
             errln!("coral: {w}");
         }
     }
-    let threads = Threads::open(&loaded.config)?;
-    if !cli.quiet && threads.unreadable_entries() > 0 {
-        errln!(
-            "coral: {} entr(ies) of {} are not readable threads; kept as they are",
-            threads.unreadable_entries(),
-            threads.path().display()
-        );
+    let mut options = ThreadStoreOptions {
+        sync: loaded.config.thread_sync_policy(),
+        ..ThreadStoreOptions::default()
+    };
+    if matches!(command, ThreadCommand::Status { .. }) {
+        // A status writes only journals of ended processes it replayed, which can as well
+        // wait for the next writer: it waits for the lock file as long as a live writer's
+        // checkpoint takes, not for a dead writer's lock to turn stale (10 s).
+        options.lock_wait = std::time::Duration::from_secs(1);
+    }
+    let threads = Threads::open_with(loaded.config.threads_path(), options)?;
+    if !cli.quiet {
+        if threads.unreadable_entries() > 0 {
+            errln!(
+                "coral: {} entr(ies) of {} are not readable threads; kept as they are",
+                threads.unreadable_entries(),
+                threads.path().display()
+            );
+        }
+        for r in threads.repairs() {
+            errln!("coral: {r}");
+        }
     }
     Ok(threads)
 }
 
 /// Run one `coral thread` command.
 pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
-    let threads = open(cli)?;
+    let threads = open(cli, command)?;
     let code = match command {
         ThreadCommand::Create {
             title,
@@ -208,14 +223,35 @@ pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
             0
         }
     };
-    // Pending (coalesced) changes are written here, so an error can still be reported.
-    threads.flush()?;
+    // The threads file is rewritten here. Every change above is already in the journal
+    // (acknowledged), so a failed rewrite is not a failure of the command: the next process
+    // that opens the threads replays the journal into the file.
+    if let Err(e) = threads.flush()
+        && !cli.quiet
+    {
+        if matches!(command, ThreadCommand::Status { .. }) {
+            // A status writes only what it recovered from ended processes' journals.
+            errln!(
+                "coral: nothing was recorded: {e}; the steps shown include ended processes' \
+                 journals, which stay until a process can write {}",
+                threads.path().display()
+            );
+        } else {
+            errln!(
+                "coral: {} was not rewritten yet: {e}; the changes are in the thread journal \
+                 and the next process to open the threads writes them",
+                threads.path().display()
+            );
+        }
+    }
     Ok(code)
 }
 
 /// `advance --stdin`: one step per non-empty line, acknowledged by one JSON line each
-/// (`{"ok", "thread_id", "step_id", "seq", "done"}`, or `{"line", "error"}`). Writes are
-/// coalesced as in a server; everything is flushed before the command exits.
+/// (`{"ok", "thread_id", "step_id", "seq", "done"}`, or `{"line", "error"}`), printed only
+/// once the step is in the thread journal, so an acknowledged step survives the process
+/// being killed. Rewrites of the threads file are coalesced as in a server; it is rewritten
+/// before the command exits.
 fn advance_stream(
     threads: &Threads,
     thread_id: &str,

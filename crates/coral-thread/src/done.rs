@@ -28,6 +28,30 @@ const PENDING_MARKERS_EN: &[&str] = &[
     "not", "todo", "pending", "plan", "planned", "planning", "next", "will", "wip", "tbd", "yet",
 ];
 
+/// Whether `c` is the first character of an entry of `COMPLETION_WORDS` or `PENDING_MARKERS`
+/// (a test keeps this in step with the lists).
+fn starts_an_entry(c: char) -> bool {
+    matches!(
+        c,
+        '完' | '交'
+            | '上'
+            | '发'
+            | '验'
+            | '解'
+            | '搞'
+            | '落'
+            | '定'
+            | '✅'
+            | '待'
+            | '未'
+            | '尚'
+            | '计'
+            | '准'
+            | '打'
+            | '下'
+    )
+}
+
 /// True when `note` reports completion: it contains a completion word (Chinese, or English as
 /// a whole word) and no pending marker. Used when an advance does not say `done` itself.
 ///
@@ -39,8 +63,18 @@ const PENDING_MARKERS_EN: &[&str] = &[
 /// assert!(!looks_completed("not done yet"));
 /// ```
 pub fn looks_completed(note: &str) -> bool {
-    if PENDING_MARKERS.iter().any(|m| note.contains(m)) {
-        return false;
+    // One pass over the characters, comparing against the lists only where an entry could
+    // start. (Seventeen `contains` calls per note took a seventh of an advance's time.)
+    let mut chinese_done = false;
+    for (i, c) in note.char_indices() {
+        if !starts_an_entry(c) {
+            continue;
+        }
+        let rest = &note[i..];
+        if PENDING_MARKERS.iter().any(|m| rest.starts_with(m)) {
+            return false;
+        }
+        chinese_done = chinese_done || COMPLETION_WORDS.iter().any(|w| rest.starts_with(w));
     }
     let mut english_done = false;
     for word in note
@@ -53,7 +87,7 @@ pub fn looks_completed(note: &str) -> bool {
         }
         english_done |= is(COMPLETION_WORDS_EN);
     }
-    english_done || COMPLETION_WORDS.iter().any(|w| note.contains(w))
+    english_done || chinese_done
 }
 
 #[cfg(test)]
@@ -73,6 +107,50 @@ mod tests {
         check("准备验收", false);
         check("打算落地", false);
         check("在做", false);
+    }
+
+    #[test]
+    fn every_chinese_entry_starts_with_a_listed_character() {
+        for w in super::COMPLETION_WORDS.iter().chain(super::PENDING_MARKERS) {
+            assert!(super::starts_an_entry(w.chars().next().unwrap()), "{w}");
+        }
+        // Words anywhere in the note, after ASCII or not.
+        check("v2 完成", true);
+        check("完成 v2 待定", false);
+        check("ok ✅", true);
+    }
+
+    /// The definition the one-pass scan must agree with: `contains` for every Chinese entry.
+    fn reference(note: &str) -> bool {
+        use super::*;
+        if PENDING_MARKERS.iter().any(|m| note.contains(m)) {
+            return false;
+        }
+        let mut english_done = false;
+        for word in note
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let is = |list: &[&str]| list.iter().any(|w| w.eq_ignore_ascii_case(word));
+            if is(PENDING_MARKERS_EN) {
+                return false;
+            }
+            english_done |= is(COMPLETION_WORDS_EN);
+        }
+        english_done || COMPLETION_WORDS.iter().any(|w| note.contains(w))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_scan_agrees_with_the_definition(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "完成", "完", "成", "待", "下一步", "下", "发布", "✅", "done", "not", "x", " ",
+                "，", "已", "交付", "上线", "Fixed", "计划", "e\u{301}", "落地", "尚",
+            ]), 0..8)
+        ) {
+            let note: String = parts.concat();
+            proptest::prop_assert_eq!(looks_completed(&note), reference(&note), "{:?}", note);
+        }
     }
 
     #[test]

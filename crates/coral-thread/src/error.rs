@@ -22,6 +22,18 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The change could not be written to this process's journal (read-only or full file
+    /// system, ...). It was taken back: nothing was recorded.
+    #[error(
+        "nothing was recorded: cannot write the thread journal {}: {source}",
+        path.display()
+    )]
+    NotRecorded {
+        /// The journal file (or the directory it would be created in).
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The threads file is not something this crate can read. Nothing was written over it.
     #[error(
         "{} is not a readable threads file: {detail}; fix or move it (it was not changed)",

@@ -10,31 +10,55 @@ pub(crate) const THREAD_ID_HEX: usize = 16;
 /// Hex digits in a step id.
 pub(crate) const STEP_ID_HEX: usize = 12;
 
-/// 64 unpredictable bits. `RandomState` is seeded from the OS once per thread and SipHash mixes
-/// in a process-wide counter, the PID and the time, so two processes (or two calls in the same
-/// nanosecond) do not produce the same value.
+/// 64 unpredictable bits. The process's key is SipHash's, seeded from the OS (and mixed with
+/// the PID and the start time, in case two processes got the same seed); each call hashes a
+/// process-wide counter with it, so two calls never repeat the input and two processes do
+/// not share the key. (Reading the clock on every call took a tenth of the id's cost.)
 fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // The PID costs a system call; it cannot change without exec in a Rust process.
-    static PID: OnceLock<u32> = OnceLock::new();
-    let mut h = RandomState::new().build_hasher();
+    static KEY: OnceLock<(RandomState, u64)> = OnceLock::new();
+    let (state, salt) = KEY.get_or_init(|| {
+        let mut h = RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        h.write_u128(nanos);
+        (RandomState::new(), h.finish())
+    });
+    let mut h = state.build_hasher();
+    h.write_u64(*salt);
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u32(*PID.get_or_init(std::process::id));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    h.write_u128(nanos);
     h.finish()
+}
+
+/// The low `digits` (at most 16) hex digits of `value`, without allocating.
+pub(crate) struct Hex {
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl Hex {
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever written into `bytes`.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+fn hex_digits(value: u64, digits: usize) -> Hex {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let len = digits.min(16);
+    let mut bytes = [b'0'; 16];
+    for (i, b) in bytes[..len].iter_mut().enumerate() {
+        *b = HEX[((value >> (4 * (len - 1 - i))) & 0xf) as usize];
+    }
+    Hex { bytes, len }
 }
 
 /// The low `digits` hex digits of `value`.
 fn hex(value: u64, digits: usize) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    (0..digits)
-        .rev()
-        .map(|i| char::from(HEX[((value >> (4 * i)) & 0xf) as usize]))
-        .collect()
+    hex_digits(value, digits).as_str().to_string()
 }
 
 /// A new thread id: 16 random hex digits.
@@ -42,9 +66,9 @@ pub(crate) fn new_thread_id() -> String {
     hex(random_u64(), THREAD_ID_HEX)
 }
 
-/// A new step id: 12 random hex digits.
-pub(crate) fn new_step_id() -> String {
-    hex(random_u64(), STEP_ID_HEX)
+/// A new step id: 12 random hex digits, on the stack (`as_str` it).
+pub(crate) fn new_step_id() -> Hex {
+    hex_digits(random_u64(), STEP_ID_HEX)
 }
 
 /// The id of a step read without one: a hash (FNV-1a, 64-bit) of what identifies it, so every
@@ -76,7 +100,9 @@ mod tests {
         let a = new_thread_id();
         assert_eq!(a.len(), THREAD_ID_HEX);
         assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
-        let steps: std::collections::HashSet<String> = (0..10_000).map(|_| new_step_id()).collect();
+        let steps: std::collections::HashSet<String> = (0..10_000)
+            .map(|_| new_step_id().as_str().to_string())
+            .collect();
         assert_eq!(steps.len(), 10_000);
         assert!(steps.iter().all(|s| s.len() == STEP_ID_HEX));
     }

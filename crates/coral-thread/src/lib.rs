@@ -13,6 +13,14 @@
 //! coalesces bursts into at most one write per 250 ms, flushed by [`ThreadStore::flush`] and
 //! on drop.
 //!
+//! An operation returns only once its record is in this process's journal
+//! (`.<threads file>.journal-<pid>-<tag>`, one CRC-checked, numbered line per change, fsynced
+//! as [`SyncPolicy`] says), so an acknowledged change survives the process being killed. The
+//! threads file is the checkpoint: after each write the journal is emptied, on a clean close
+//! it is removed, and a journal whose process died (its `flock` is free) is replayed by the
+//! next store that opens or checkpoints, then removed. Damage in a journal is reported
+//! ([`ThreadStore::repairs`]) and skips only the damaged record.
+//!
 //! ```
 //! use coral_thread::{StatusReport, ThreadStore};
 //!
@@ -36,11 +44,16 @@ mod codec;
 mod done;
 mod error;
 mod ids;
+mod journal;
 mod lock;
 mod merge;
 mod model;
+mod own_journal;
+mod recover;
 mod set;
+mod snapshot;
 mod store;
+mod sync;
 
 pub use done::looks_completed;
 pub use error::{Error, Result};
@@ -48,8 +61,11 @@ pub use model::{
     MAX_BY_CHARS, MAX_STEP_CHARS, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, Status, StatusReport,
     StepView, ThreadEntry, ThreadView,
 };
+pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
+pub use snapshot::{Snapshot, snapshot};
 pub use store::{Clock, StoreCounters, StoreOptions, ThreadStore};
+pub use sync::SyncPolicy;
 
 /// Parse the bytes of a threads file (the original's array or dict form) and count the threads
 /// it holds. For fuzzing and diagnostics: bad bytes give an error, never a panic.

@@ -39,6 +39,50 @@ pub(crate) fn merge(local: &mut ThreadSet, disk: ThreadSet) {
 ///   can put a writer's later step before its earlier one once another process has
 ///   renumbered the earlier one; for steps appended one after another both orders agree.)
 pub(crate) fn merge_thread(local: &mut Thread, other: Thread) {
+    let steps = merge_scalars(local, other);
+    let mut merged = steps;
+    let on_file: HashSet<&str> = merged.iter().map(|s| &*s.step_id).collect();
+    let only_here: Vec<Step> = local
+        .steps
+        .drain(..)
+        .filter(|s| !on_file.contains(&*s.step_id))
+        .collect();
+    merged.extend(only_here);
+    local.steps = merged;
+    renumber(local);
+}
+
+/// Replay one journal record (a thread element holding only the steps its operation
+/// appended) into `set`: a thread not in the set is added; otherwise the scalars follow the
+/// same latest-`updated_at` rule as [`merge_thread`] and the record's steps that the thread
+/// does not have yet (by `step_id`) are appended at the end, in the record's order. The step
+/// list therefore still only grows at the end, and replaying a record twice, or over a file
+/// that already holds it, changes nothing.
+pub(crate) fn absorb(set: &mut ThreadSet, mut record: Thread) {
+    match set.position(&record.thread_id) {
+        None => {
+            renumber(&mut record);
+            set.push(record);
+        }
+        Some(i) => {
+            let local = &mut set.threads[i];
+            let steps = merge_scalars(local, record);
+            let fresh: Vec<Step> = steps
+                .into_iter()
+                .filter(|s| !local.steps.iter().any(|l| l.step_id == s.step_id))
+                .collect();
+            if !fresh.is_empty() {
+                local.steps.extend(fresh);
+                renumber(local);
+            }
+        }
+    }
+}
+
+/// Take `other`'s title, summary, status, parent, last advancer and unknown keys when its
+/// `updated_at` is not older (a tie goes to `other`), and the earlier known `created_at`.
+/// Returns `other`'s steps, for the caller to merge.
+fn merge_scalars(local: &mut Thread, other: Thread) -> Vec<Step> {
     let Thread {
         title,
         summary,
@@ -63,18 +107,13 @@ pub(crate) fn merge_thread(local: &mut Thread, other: Thread) {
     if created_at > 0.0 && (local.created_at <= 0.0 || created_at < local.created_at) {
         local.created_at = created_at;
     }
-    let mut merged = steps;
-    let on_file: HashSet<&str> = merged.iter().map(|s| &*s.step_id).collect();
-    let only_here: Vec<Step> = local
-        .steps
-        .drain(..)
-        .filter(|s| !on_file.contains(&*s.step_id))
-        .collect();
-    merged.extend(only_here);
-    for (i, s) in merged.iter_mut().enumerate() {
+    steps
+}
+
+fn renumber(t: &mut Thread) {
+    for (i, s) in t.steps.iter_mut().enumerate() {
         s.seq = i as u64 + 1;
     }
-    local.steps = merged;
 }
 
 #[cfg(test)]

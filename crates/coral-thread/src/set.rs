@@ -28,6 +28,26 @@ pub(crate) struct ThreadSet {
     pub unparsed: Vec<Value>,
 }
 
+/// How to take back one operation: see [`ThreadSet::undo_point`].
+#[derive(Debug)]
+pub(crate) enum Undo {
+    /// The operation created the set's last thread: remove it.
+    Created,
+    /// The operation changed an existing thread.
+    Changed(Box<Changed>),
+}
+
+/// A thread's changeable fields before an operation.
+#[derive(Debug)]
+pub(crate) struct Changed {
+    pub index: usize,
+    pub steps: usize,
+    status: Status,
+    parent_thread_id: Option<String>,
+    last_advance_by: String,
+    updated_at: f64,
+}
+
 /// The next `updated_at`: the clock, but strictly after the thread's previous change, so a
 /// local change always wins the merge against the state it was made on even if clocks of two
 /// processes disagree slightly or the clock did not move.
@@ -94,6 +114,7 @@ impl ThreadSet {
         // (Checking every thread would make an advance O(all steps).)
         loop {
             let id = ids::new_step_id();
+            let id = id.as_str();
             if !thread.steps.iter().any(|s| *s.step_id == *id) {
                 return id.into();
             }
@@ -155,13 +176,13 @@ impl ThreadSet {
         let by = optional(by);
         check_len("by", by, MAX_BY_CHARS)?;
         let done = done.unwrap_or_else(|| looks_completed(note));
-        self.add_step(thread_id, note.to_string(), done, by, now, None)
+        self.add_step(thread_id, note.into(), done, by, now, None)
     }
 
     fn add_step(
         &mut self,
         thread_id: &str,
-        text: String,
+        text: Arc<str>,
         done: bool,
         by: &str,
         now: f64,
@@ -176,7 +197,7 @@ impl ThreadSet {
         t.steps.push(Step {
             step_id,
             seq,
-            text: text.into(),
+            text,
             done,
             at: now,
             by: by.into(),
@@ -209,7 +230,14 @@ impl ThreadSet {
             &text,
             MAX_STEP_CHARS,
         )?;
-        self.add_step(thread_id, text, false, "", now, Some(Status::Interrupted))
+        self.add_step(
+            thread_id,
+            text.into(),
+            false,
+            "",
+            now,
+            Some(Status::Interrupted),
+        )
     }
 
     /// `thread_archive` / `thread_resume`: set the status. Returns whether anything changed
@@ -333,6 +361,42 @@ impl ThreadSet {
     /// Every thread's view, in file order (for equality checks after a reopen).
     pub fn views(&self) -> Vec<ThreadView> {
         self.threads.iter().map(Thread::view).collect()
+    }
+
+    /// What to restore if the operation about to change thread `id` must be taken back (its
+    /// journal record could not be written): the fields operations change (status, parent,
+    /// last advancer, `updated_at`) and the step count. Cheap: title, summary and steps are
+    /// not copied, because no operation rewrites them (steps are only appended).
+    pub fn undo_point(&self, id: &str) -> Option<Undo> {
+        let index = self.position(id)?;
+        let t = &self.threads[index];
+        Some(Undo::Changed(Box::new(Changed {
+            index,
+            steps: t.steps.len(),
+            status: t.status.clone(),
+            parent_thread_id: t.parent_thread_id.clone(),
+            last_advance_by: t.last_advance_by.clone(),
+            updated_at: t.updated_at,
+        })))
+    }
+
+    /// Take an operation back: nothing it did remains.
+    pub fn undo(&mut self, undo: Undo) {
+        match undo {
+            Undo::Created => {
+                if let Some(t) = self.threads.pop() {
+                    self.index.remove(&t.thread_id);
+                }
+            }
+            Undo::Changed(c) => {
+                let t = &mut self.threads[c.index];
+                t.steps.truncate(c.steps);
+                t.status = c.status;
+                t.parent_thread_id = c.parent_thread_id;
+                t.last_advance_by = c.last_advance_by;
+                t.updated_at = c.updated_at;
+            }
+        }
     }
 
     /// Total steps over all threads.

@@ -1,10 +1,16 @@
-//! `ThreadStore`: a [`ThreadSet`] kept in step with its file, shared by several processes.
+//! `ThreadStore`: a [`ThreadSet`] kept in step with its file, shared by several processes,
+//! with every change journaled before it is acknowledged.
 //!
-//! Every call first checks the file's fingerprint and merges what other processes wrote.
-//! Changes are written at once when the last write is older than the coalescing window, else
-//! by a background thread at the end of the window; `flush()` and drop write what is pending.
-//! A write takes the lock file, merges the file again if it changed, writes a temp file and
-//! renames it over the threads file.
+//! Every call first checks the file's fingerprint and merges what other processes wrote. A
+//! change is applied in memory, then its record is written to this process's journal
+//! (`own_journal.rs`); only then does the call return, so an acknowledged change survives
+//! SIGKILL (and a power cut too with [`SyncPolicy::Always`]). If the record cannot be written
+//! the change is taken back and the call fails. The threads file itself (the original's,
+//! shared with it) is a checkpoint: rewritten at most once per coalescing window by a
+//! background thread (or by the call when there is none), by `flush()` and on drop, under the
+//! lock file, after merging the file again if it changed and absorbing the journals of ended
+//! processes (`recover.rs`). After a checkpoint the journal is emptied and absorbed journals
+//! are removed; a clean close removes the store's own journal.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -14,11 +20,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::codec;
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::lock;
-use crate::merge::merge;
+use crate::merge::{absorb, merge};
 use crate::model::{Status, StatusReport, ThreadView};
-use crate::set::ThreadSet;
+use crate::own_journal::OwnJournal;
+use crate::recover::{self, Claimed};
+use crate::set::{ThreadSet, Undo};
+use crate::sync::SyncPolicy;
+
+/// How often (clock seconds) a store also looks for ended processes' journals when it only
+/// reads; checkpoints always look. A directory listing per second is noise next to the
+/// calls, and a reader then shows a killed writer's last steps within about a second.
+const RESCAN_SECONDS: f64 = 1.0;
 
 /// The source of "now" (Unix seconds) for timestamps and the coalescing window. Tests pass a
 /// clock they control; everything else uses [`Clock::system`].
@@ -56,18 +70,24 @@ impl std::fmt::Debug for Clock {
 /// How a [`ThreadStore`] writes.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// At most one write per this window (default 250 ms). Zero writes every change at once.
+    /// At most one write of the threads file per this window (default 250 ms). Zero writes
+    /// every change at once. (Every change is in the journal when its call returns.)
     pub coalesce: Duration,
-    /// Write pending changes from a background thread at the end of the window (default
-    /// true). Without it, pending changes wait for the next call, `flush()` or drop.
+    /// Write the threads file from a background thread, at once when the last write is older
+    /// than the window, else at its end (default true): calls then never wait for the file.
+    /// Without it, the call that finds the window over writes the file itself, and changes in
+    /// the window wait for the next call, `flush()` or drop.
     pub background_flush: bool,
     /// How long a writer waits for the lock file (default 11 s: the stale age plus a margin,
     /// so a lock left by a writer that died just as we started waiting turns stale in time).
     pub lock_wait: Duration,
     /// Age after which a lock file whose PID is dead may be removed (default 10 s).
     pub stale_after: Duration,
-    /// fsync the file and its directory on each write (default true).
-    pub sync: bool,
+    /// When journal records reach the disk (default `Interval(1 s)`, like `storage.sync`).
+    /// Every change is written to the journal before it returns whatever the policy; the
+    /// policy only decides fsync. Checkpoints of the threads file fsync the file and its
+    /// directory unless the policy is [`SyncPolicy::Never`].
+    pub sync: SyncPolicy,
     /// The clock (default: the system clock).
     pub clock: Clock,
 }
@@ -79,7 +99,7 @@ impl Default for StoreOptions {
             background_flush: true,
             lock_wait: Duration::from_secs(11),
             stale_after: Duration::from_secs(10),
-            sync: true,
+            sync: SyncPolicy::default(),
             clock: Clock::system(),
         }
     }
@@ -125,6 +145,17 @@ struct State {
     writes: u64,
     reloads: u64,
     stop: bool,
+    /// This store's journal, created by the first change (so a store that only reads works
+    /// in a read-only directory).
+    journal: Option<OwnJournal>,
+    /// Ended processes' journals absorbed into `set`, held until a checkpoint holds them.
+    claimed: Vec<Claimed>,
+    /// Clock time of the last look for ended processes' journals.
+    last_scan: Option<f64>,
+    journal_records: u64,
+    recovered_records: u64,
+    removed_temp_files: u64,
+    repairs: Vec<String>,
 }
 
 struct Shared {
@@ -152,13 +183,22 @@ impl std::fmt::Debug for ThreadStore {
 
 /// I/O counters, for tests and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoreCounters {
     /// Writes of the file by this store.
     pub writes: u64,
     /// Reads of the file that another writer had changed (including the first read).
     pub reloads: u64,
-    /// Changes not written yet.
+    /// Changes not written to the threads file yet (they are in a journal).
     pub pending: bool,
+    /// Records this store wrote to its journal (one per change).
+    pub journal_records: u64,
+    /// Records replayed from the journals of ended processes.
+    pub recovered_records: u64,
+    /// Ended processes' journals absorbed and waiting for a checkpoint to remove them.
+    pub claimed_journals: usize,
+    /// Temp files of writers killed mid-checkpoint removed by this store's checkpoints.
+    pub removed_temp_files: u64,
 }
 
 impl ThreadStore {
@@ -186,11 +226,22 @@ impl ThreadStore {
                 writes: 0,
                 reloads: 0,
                 stop: false,
+                journal: None,
+                claimed: Vec::new(),
+                last_scan: None,
+                journal_records: 0,
+                recovered_records: 0,
+                removed_temp_files: 0,
+                repairs: Vec::new(),
             }),
             wake: Condvar::new(),
             options,
         });
-        shared.refresh(&mut shared.lock_state())?;
+        {
+            let mut st = shared.lock_state();
+            shared.refresh_file(&mut st)?;
+            shared.recover(&mut st)?;
+        }
         let flusher = if shared.options.background_flush {
             let s = Arc::clone(&shared);
             Some(
@@ -235,7 +286,27 @@ impl ThreadStore {
             writes: st.writes,
             reloads: st.reloads,
             pending: st.dirty,
+            journal_records: st.journal_records,
+            recovered_records: st.recovered_records,
+            claimed_journals: st.claimed.len(),
+            removed_temp_files: st.removed_temp_files,
         }
+    }
+
+    /// Damage found in ended processes' journals (a damaged or missing record, one sentence
+    /// each, naming the journal) and where damaged journals were moved. Empty when all is
+    /// well; a record that fails its check is skipped on its own, never silently.
+    pub fn repairs(&self) -> Vec<String> {
+        self.shared.lock_state().repairs.clone()
+    }
+
+    /// This store's journal file, once the first change created it.
+    pub fn journal_path(&self) -> Option<PathBuf> {
+        self.shared
+            .lock_state()
+            .journal
+            .as_ref()
+            .map(|j| j.path().to_path_buf())
     }
 
     /// `thread_create(title, summary?, parent_thread_id?, by?)`.
@@ -246,7 +317,7 @@ impl ThreadStore {
         parent_thread_id: Option<&str>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
-        self.shared.change(|set, now| {
+        self.shared.change(None, |set, now| {
             let t = set.create(title, summary, parent_thread_id, by, now)?;
             Ok((t.view(), true))
         })
@@ -274,7 +345,7 @@ impl ThreadStore {
         done: Option<bool>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
-        self.shared.change(|set, now| {
+        self.shared.change(Some(thread_id), |set, now| {
             let t = set.advance(thread_id, note, done, by, now)?;
             Ok((t.view(), true))
         })
@@ -283,7 +354,7 @@ impl ThreadStore {
     /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
     /// `[中断] reason`.
     pub fn interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
-        self.shared.change(|set, now| {
+        self.shared.change(Some(thread_id), |set, now| {
             let t = set.interrupt(thread_id, reason, now)?;
             Ok((t.view(), true))
         })
@@ -300,7 +371,7 @@ impl ThreadStore {
     }
 
     fn set_status(&self, thread_id: &str, status: Status) -> Result<ThreadView> {
-        self.shared.change(|set, now| {
+        self.shared.change(Some(thread_id), |set, now| {
             let changed = set.set_status(thread_id, status, now)?;
             Ok((set.view(thread_id)?, changed))
         })
@@ -308,7 +379,7 @@ impl ThreadStore {
 
     /// `thread_link(child_id, parent_id)`: no self-links, no cycles.
     pub fn link(&self, child_id: &str, parent_id: &str) -> Result<()> {
-        self.shared.change(|set, now| {
+        self.shared.change(Some(child_id), |set, now| {
             let changed = set.link(child_id, parent_id, now)?;
             Ok(((), changed))
         })
@@ -319,7 +390,7 @@ impl ThreadStore {
         self.shared.read(|set| Ok(set.views()))
     }
 
-    /// Write pending changes now.
+    /// Write pending changes to the threads file now (they are already in the journal).
     pub fn flush(&self) -> Result<()> {
         let pending = self.shared.lock_state().dirty;
         if pending {
@@ -336,8 +407,16 @@ impl Drop for ThreadStore {
         if let Some(h) = self.flusher.take() {
             let _ = h.join();
         }
-        // Errors cannot be reported from drop; callers who care call flush() first.
-        let _ = self.flush();
+        // Errors cannot be reported from drop; callers who care call flush() first. If the
+        // checkpoint fails, the journal stays (unlocked once closed) for the next process.
+        let flushed = self.flush().is_ok();
+        let mut st = self.shared.lock_state();
+        if let Some(j) = st.journal.take()
+            && flushed
+            && !st.dirty
+        {
+            j.remove();
+        }
     }
 }
 
@@ -350,37 +429,85 @@ impl Shared {
 
     fn read<T>(&self, f: impl FnOnce(&ThreadSet) -> Result<T>) -> Result<T> {
         let mut st = self.lock_state();
-        self.refresh(&mut st)?;
+        self.refresh(&mut st, self.options.clock.now())?;
         f(&st.set)
     }
 
-    /// Run a change: merge the file, apply `f` (which returns its result and whether it
-    /// changed anything), then write now or schedule the write.
-    fn change<T>(&self, f: impl FnOnce(&mut ThreadSet, f64) -> Result<(T, bool)>) -> Result<T> {
+    /// Run a change on thread `target` (`None`: the change creates a thread): merge the file,
+    /// apply `f` (which returns its result and whether it changed anything), journal what it
+    /// changed, then write the threads file now or schedule the write. If the journal
+    /// cannot be written, the change is taken back and the call fails.
+    fn change<T>(
+        &self,
+        target: Option<&str>,
+        f: impl FnOnce(&mut ThreadSet, f64) -> Result<(T, bool)>,
+    ) -> Result<T> {
         let (out, write_now) = {
-            let mut st = self.lock_state();
-            self.refresh(&mut st)?;
+            let mut guard = self.lock_state();
+            let st = &mut *guard;
             let now = self.options.clock.now();
+            self.refresh(st, now)?;
+            let undo = match target {
+                None => Undo::Created,
+                Some(id) => st
+                    .set
+                    .undo_point(id)
+                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
+            };
             let (out, changed) = f(&mut st.set, now)?;
-            let mut write_now = false;
-            if changed {
-                let was_pending = std::mem::replace(&mut st.dirty, true);
-                write_now = st
-                    .last_write
-                    .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
-                if !write_now && !was_pending {
-                    // Only the first pending change wakes the writer: it then sleeps to the
-                    // end of the window by itself, and waking it on every change costs a
-                    // context switch and lock contention per call.
+            if !changed {
+                return Ok(out);
+            }
+            if let Err(e) = self.record(st, &undo) {
+                st.set.undo(undo);
+                return Err(e);
+            }
+            let was_pending = std::mem::replace(&mut st.dirty, true);
+            let due = st
+                .last_write
+                .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
+            if self.options.background_flush {
+                // The writer thread writes the file; the call returns as soon as the record
+                // is in the journal. Only the first pending change wakes it: it then sleeps
+                // to the end of the window by itself (waking it on every change costs a
+                // context switch and lock contention per call).
+                if !was_pending {
                     self.wake.notify_all();
                 }
+                (out, false)
+            } else {
+                (out, due)
             }
-            (out, write_now)
         };
         if write_now {
-            self.write_pending()?;
+            // The change is journaled (acknowledged); a checkpoint that fails now (lock held
+            // elsewhere, disk full) stays pending and is retried, it does not undo the change.
+            let _ = self.write_pending();
         }
         Ok(out)
+    }
+
+    /// Journal the change `undo` can take back: the changed thread's scalars and the steps
+    /// it gained.
+    fn record(&self, st: &mut State, undo: &Undo) -> Result<()> {
+        let (index, new_steps) = match undo {
+            Undo::Created => {
+                let i = st.set.len() - 1;
+                (i, st.set.threads[i].steps.len())
+            }
+            Undo::Changed(c) => (
+                c.index,
+                st.set.threads[c.index].steps.len().saturating_sub(c.steps),
+            ),
+        };
+        if st.journal.is_none() {
+            st.journal = Some(OwnJournal::create(&self.path, self.options.sync)?);
+        }
+        if let Some(j) = st.journal.as_mut() {
+            j.append(&st.set.threads[index], new_steps)?;
+        }
+        st.journal_records += 1;
+        Ok(())
     }
 
     fn current(&self) -> Result<Option<Fingerprint>> {
@@ -407,8 +534,21 @@ impl Shared {
         Ok(self.current()? != st.known)
     }
 
+    /// Merge what other processes wrote: the file if it changed, and, at most once per
+    /// [`RESCAN_SECONDS`], the journals of processes that ended since.
+    fn refresh(&self, st: &mut State, now: f64) -> Result<()> {
+        self.refresh_file(st)?;
+        if st
+            .last_scan
+            .is_none_or(|t| now < t || now - t >= RESCAN_SECONDS)
+        {
+            self.recover(st)?;
+        }
+        Ok(())
+    }
+
     /// Merge the file into memory if it changed since we last read or wrote it.
-    fn refresh(&self, st: &mut State) -> Result<()> {
+    fn refresh_file(&self, st: &mut State) -> Result<()> {
         if !self.changed(st)? {
             return Ok(());
         }
@@ -440,9 +580,46 @@ impl Shared {
         Ok(())
     }
 
-    /// Write pending changes under the lock file: merge what others wrote, write a temp file,
-    /// rename it in. The lock file is taken before the state, so that while another process
-    /// holds it, this one's calls still read and change threads in memory.
+    /// Claim and absorb the journals of ended processes. Their records become pending
+    /// changes of this store; the journals are removed after the checkpoint that holds them.
+    fn recover(&self, st: &mut State) -> Result<()> {
+        st.last_scan = Some(self.options.clock.now());
+        let own = st.journal.as_ref().map(|j| j.path().to_path_buf());
+        let mut skip: Vec<&Path> = st.claimed.iter().map(|c| c.path.as_path()).collect();
+        if let Some(own) = &own {
+            skip.push(own);
+        }
+        let found = recover::claim_ended(&self.path, &skip)?;
+        for (claimed, scan) in found {
+            let name = claimed
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for p in &scan.problems {
+                st.repairs
+                    .push(format!("thread journal {name} of an ended process: {p}"));
+            }
+            st.recovered_records += scan.records.len() as u64;
+            for record in scan.records {
+                absorb(&mut st.set, record);
+            }
+            st.claimed.push(claimed);
+            // Even with nothing new in it, the journal goes only after a checkpoint.
+            if !std::mem::replace(&mut st.dirty, true) {
+                // A read found it: wake the writer thread, which sleeps until something is
+                // pending.
+                self.wake.notify_all();
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the threads file under the lock file: merge what others wrote (the file and
+    /// ended processes' journals), write a temp file, rename it in; then empty this store's
+    /// journal and remove the absorbed ones, whose records the file now holds. The lock file
+    /// is taken before the state, so that while another process holds it, this one's calls
+    /// still read and change threads in memory (and journal them).
     fn write_pending(&self) -> Result<()> {
         let _lock = lock::acquire(
             &self.lock_path,
@@ -450,11 +627,13 @@ impl Shared {
             self.options.stale_after,
         )?;
         let mut st = self.lock_state();
+        let st = &mut *st;
+        self.refresh_file(st)?;
+        self.recover(st)?;
         if !st.dirty {
             return Ok(()); // another thread of this process wrote it meanwhile
         }
-        let st = &mut *st;
-        self.refresh(st)?;
+        st.removed_temp_files += self.remove_orphaned_temp_files();
         let bytes = codec::to_bytes(&st.set);
         let (fp, handle) = self.write_file(&bytes)?;
         st.known = Some(fp);
@@ -462,7 +641,47 @@ impl Shared {
         st.dirty = false;
         st.last_write = Some(self.options.clock.now());
         st.writes += 1;
+        // The state lock was held since the set was serialised: every record in the journal
+        // is in the file.
+        if let Some(j) = st.journal.as_mut() {
+            j.clear();
+        }
+        for c in st.claimed.drain(..) {
+            if let Some(note) = c.finish() {
+                st.repairs.push(note);
+            }
+        }
         Ok(())
+    }
+
+    /// Remove the temp files (`.<file>.tmp-<pid>`) that writers killed between writing and
+    /// renaming left. Only call this holding the lock file: then no writer is between the two.
+    /// Returns how many were removed.
+    fn remove_orphaned_temp_files(&self) -> u64 {
+        let dir = crate::own_journal::dir_of(&self.path);
+        let Some(prefix) = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| format!(".{n}.tmp-"))
+        else {
+            return 0;
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let orphan = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+            if orphan && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     fn write_file(&self, bytes: &[u8]) -> Result<(Fingerprint, File)> {
@@ -477,13 +696,13 @@ impl Shared {
         let result = (|| {
             let mut f = File::create(&tmp).at(&tmp)?;
             f.write_all(bytes).at(&tmp)?;
-            if self.options.sync {
+            if self.options.sync.syncs() {
                 f.sync_all().at(&tmp)?;
             }
             // The renamed file keeps its inode, size and mtime: this is its fingerprint.
             let fp = Fingerprint::of(&f.metadata().at(&tmp)?);
             std::fs::rename(&tmp, &self.path).at(&self.path)?;
-            if self.options.sync {
+            if self.options.sync.syncs() {
                 File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
             }
             Ok((fp, f))
@@ -531,5 +750,374 @@ impl Shared {
                 drop(self.wake.wait_timeout(st, retry));
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl ThreadStore {
+    /// Leave as SIGKILL would: nothing more is written, the journal is closed (its lock
+    /// released) but stays on disk, and absorbed journals are released unremoved.
+    fn crash(mut self) {
+        self.shared.lock_state().stop = true;
+        self.shared.wake.notify_all();
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+        let mut st = self.shared.lock_state();
+        st.journal = None;
+        st.claimed.clear();
+        st.dirty = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// No background writer and a window no test reaches: the file is written only by
+    /// `flush()`, so every change after the first sits in the journal alone.
+    fn options() -> StoreOptions {
+        StoreOptions {
+            coalesce: Duration::from_secs(3600),
+            background_flush: false,
+            lock_wait: Duration::from_secs(5),
+            sync: SyncPolicy::Never,
+            ..StoreOptions::default()
+        }
+    }
+
+    fn journals(dir: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().contains(".journal-"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn step_ids(store: &ThreadStore) -> Vec<String> {
+        store
+            .all()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t.steps.iter().map(|s| s.step_id.to_string()))
+            .collect()
+    }
+
+    fn unique(ids: &[String]) -> bool {
+        ids.iter().collect::<HashSet<_>>().len() == ids.len()
+    }
+
+    /// A store that created a thread, flushed once, then advanced `n` times and was killed:
+    /// the advances are only in its journal. Returns the thread id and the acknowledged step
+    /// ids.
+    fn killed_writer(path: &Path, n: usize) -> (String, Vec<String>) {
+        let a = ThreadStore::open_with(path, options()).unwrap();
+        let id = a.create("killed", None, None, None).unwrap().thread_id;
+        a.flush().unwrap();
+        let acked = (0..n)
+            .map(|i| {
+                let t = a
+                    .advance(&id, &format!("step {i}"), Some(false), None)
+                    .unwrap();
+                t.steps.last().unwrap().step_id.to_string()
+            })
+            .collect();
+        assert!(a.counters().pending);
+        a.crash();
+        (id, acked)
+    }
+
+    #[test]
+    fn a_killed_stores_acknowledged_steps_are_recovered_by_the_next_opener() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let (id, acked) = killed_writer(&path, 5);
+        let on_file = codec::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+        assert_eq!(
+            on_file.get(&id).unwrap().steps.len(),
+            0,
+            "only in the journal"
+        );
+        assert_eq!(journals(dir.path()).len(), 1);
+
+        let b = ThreadStore::open_with(&path, options()).unwrap();
+        assert_eq!(b.counters().recovered_records, 5);
+        assert_eq!(b.counters().claimed_journals, 1);
+        assert_eq!(
+            step_ids(&b),
+            acked,
+            "every step, once, in the writer's order"
+        );
+        assert!(b.repairs().is_empty(), "{:?}", b.repairs());
+        b.flush().unwrap();
+        assert!(journals(dir.path()).is_empty(), "absorbed, then removed");
+        drop(b);
+        let on_file = codec::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+        let ids: Vec<String> = on_file
+            .get(&id)
+            .unwrap()
+            .steps
+            .iter()
+            .map(|s| s.step_id.to_string())
+            .collect();
+        assert_eq!(ids, acked);
+    }
+
+    #[test]
+    fn replaying_records_the_file_already_holds_duplicates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let a = ThreadStore::open_with(&path, options()).unwrap();
+        let id = a.create("t", None, None, None).unwrap().thread_id;
+        for i in 0..4 {
+            a.advance(&id, &format!("s{i}"), None, None).unwrap();
+        }
+        let journal = a.journal_path().unwrap();
+        let bytes = std::fs::read(&journal).unwrap();
+        // Killed between the checkpoint's rename and the journal's truncation: the file and
+        // the journal both hold the records.
+        a.flush().unwrap();
+        a.crash();
+        std::fs::write(&journal, &bytes).unwrap();
+        let b = ThreadStore::open_with(&path, options()).unwrap();
+        // (The create was checkpointed at once, emptying the journal: 4 advances remain.)
+        assert_eq!(b.counters().recovered_records, 4);
+        let ids = step_ids(&b);
+        assert_eq!(ids.len(), 4);
+        assert!(unique(&ids));
+        let t = b.all().unwrap().remove(0);
+        assert_eq!(
+            t.steps.iter().map(|s| s.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn steps_written_elsewhere_meanwhile_stay_first_and_recovered_ones_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let (id, acked) = killed_writer(&path, 3);
+        // A live store advanced the thread after the kill, before anyone recovered: it
+        // cannot claim a journal until it looks (its next scan), so make it look now.
+        let live = ThreadStore::open_with(&path, StoreOptions { ..options() }).unwrap();
+        let mine = live.advance(&id, "live", None, None).unwrap();
+        live.flush().unwrap();
+        let ids = step_ids(&live);
+        assert_eq!(ids.len(), 4);
+        assert!(unique(&ids));
+        // The recovered steps were absorbed at open, before the live advance.
+        assert_eq!(&ids[..3], &acked[..]);
+        assert_eq!(ids[3], *mine.steps.last().unwrap().step_id);
+    }
+
+    #[test]
+    fn a_reader_replays_an_ended_journal_and_its_writer_thread_checkpoints_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let now = Arc::new(Mutex::new(100.0_f64));
+        let at = Arc::clone(&now);
+        let reader = ThreadStore::open_with(
+            &path,
+            StoreOptions {
+                coalesce: Duration::from_millis(10),
+                background_flush: true,
+                clock: Clock::new(move || *at.lock().unwrap()),
+                ..options()
+            },
+        )
+        .unwrap();
+        let (id, acked) = killed_writer(&path, 3);
+        // Within a second of its last look the reader does not look again ...
+        let seen = |r: &ThreadStore| match r.status(Some(&id), false, None).unwrap() {
+            StatusReport::One(v) => v.steps.len(),
+            StatusReport::Many(_) => unreachable!(),
+        };
+        assert_eq!(seen(&reader), 0);
+        // ... after it, the killed writer's steps show, and the writer thread writes them.
+        *now.lock().unwrap() += RESCAN_SECONDS;
+        assert_eq!(seen(&reader), 3);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !journals(dir.path()).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "never checkpointed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let on_file = codec::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+        let ids: Vec<String> = on_file
+            .get(&id)
+            .unwrap()
+            .steps
+            .iter()
+            .map(|s| s.step_id.to_string())
+            .collect();
+        assert_eq!(ids, acked);
+    }
+
+    #[test]
+    fn a_checkpoint_removes_temp_files_killed_writers_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        for name in [
+            ".coral_threads.json.tmp-123",
+            ".coral_threads.json.tmp-4567",
+            ".coral_threads.json.tmp-x", // not ours
+            "coral_threads.json.tmp",    // the original's, written under the lock file
+            ".coral_wal.jsonl.tmp-123",  // another file's
+        ] {
+            std::fs::write(dir.path().join(name), "partial").unwrap();
+        }
+        let store = ThreadStore::open_with(&path, options()).unwrap();
+        store.create("t", None, None, None).unwrap();
+        assert_eq!(store.counters().removed_temp_files, 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("tmp"))
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".coral_threads.json.tmp-x",
+                ".coral_wal.jsonl.tmp-123",
+                "coral_threads.json.tmp"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_live_stores_journal_is_never_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let a = ThreadStore::open_with(&path, options()).unwrap();
+        let id = a.create("alive", None, None, None).unwrap().thread_id;
+        a.advance(&id, "pending", None, None).unwrap();
+        let b = ThreadStore::open_with(&path, options()).unwrap();
+        assert_eq!(b.counters().claimed_journals, 0);
+        assert_eq!(b.counters().recovered_records, 0);
+        b.create("b's own", None, None, None).unwrap();
+        b.flush().unwrap();
+        assert!(a.journal_path().unwrap().exists(), "a's journal untouched");
+        assert_eq!(journals(dir.path()).len(), 2);
+        // a's pending step reaches the file at a's checkpoint, next to b's thread.
+        a.flush().unwrap();
+        let c = ThreadStore::open_with(&path, options()).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(step_ids(&c).len(), 1);
+        // Clean closes remove their journals; the file then holds everything.
+        drop((a, b, c));
+        assert!(journals(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn the_journal_is_emptied_by_each_checkpoint_and_numbers_keep_counting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let a = ThreadStore::open_with(&path, options()).unwrap();
+        assert!(a.journal_path().is_none(), "reading creates no journal");
+        let id = a.create("t", None, None, None).unwrap().thread_id;
+        let journal = a.journal_path().unwrap();
+        a.flush().unwrap();
+        assert_eq!(std::fs::metadata(&journal).unwrap().len(), 0);
+        a.advance(&id, "after the checkpoint", None, None).unwrap();
+        let scan = crate::journal::scan(&std::fs::read(&journal).unwrap());
+        assert!(scan.problems.is_empty());
+        assert_eq!(scan.records.len(), 1);
+        let text = std::fs::read_to_string(&journal).unwrap();
+        assert!(text.contains(r#""op":"begin","seq":2"#), "{text}");
+        assert!(text.contains(r#""op":"thread","seq":2"#), "{text}");
+        assert_eq!(a.counters().journal_records, 2);
+    }
+
+    #[test]
+    fn damage_in_an_ended_journal_is_reported_and_skips_only_the_damaged_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let (_, acked) = killed_writer(&path, 4);
+        let journal = journals(dir.path()).remove(0);
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        assert_eq!(lines.len(), 5, "begin + 4 advances");
+        lines[2] = lines[2].replace("step 1", "step X"); // the CRC no longer matches
+        lines.remove(3); // record of "step 2" vanishes
+        std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+        let b = ThreadStore::open_with(&path, options()).unwrap();
+        let repairs = b.repairs();
+        assert_eq!(repairs.len(), 2, "{repairs:?}");
+        assert!(
+            repairs[0].contains("line 3: checksum mismatch"),
+            "{repairs:?}"
+        );
+        assert!(repairs[1].contains("1 record(s) missing"), "{repairs:?}");
+        let name = journal.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(repairs.iter().all(|r| r.contains(&name)), "{repairs:?}");
+        assert_eq!(step_ids(&b), [acked[0].clone(), acked[3].clone()]);
+        b.flush().unwrap();
+        let left = journals(dir.path());
+        assert_eq!(left.len(), 1);
+        assert!(left[0].to_string_lossy().ends_with(".corrupt"), "{left:?}");
+        assert!(b.repairs().last().unwrap().contains("kept as"));
+        // A quarantined journal is not read again.
+        let c = ThreadStore::open_with(&path, options()).unwrap();
+        assert_eq!(c.counters().recovered_records, 0);
+        assert!(c.repairs().is_empty());
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_without_a_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let (_, acked) = killed_writer(&path, 3);
+        let journal = journals(dir.path()).remove(0);
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes.extend_from_slice(br#"{"crc":"0000"#); // a fourth record, cut off mid-write
+        std::fs::write(&journal, bytes).unwrap();
+        let b = ThreadStore::open_with(&path, options()).unwrap();
+        assert!(b.repairs().is_empty(), "{:?}", b.repairs());
+        assert_eq!(step_ids(&b), acked);
+    }
+
+    #[test]
+    fn a_change_that_cannot_be_journaled_is_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coral_threads.json");
+        let store = ThreadStore::open_with(&path, options()).unwrap();
+        let parent = store.create("parent", None, None, None).unwrap();
+        let t = store.create("kept", None, None, None).unwrap();
+        store.advance(&t.thread_id, "one", None, None).unwrap();
+        let before = store.all().unwrap();
+        let records = store.counters().journal_records;
+        // Every write of the journal now fails with ENOSPC, as on a full disk.
+        let real = store
+            .shared
+            .lock_state()
+            .journal
+            .replace(OwnJournal::failing_for_tests(
+                dir.path().join("no-such-journal"),
+            ));
+        let full = |r: Result<()>| match r {
+            Err(Error::NotRecorded { source, .. }) => {
+                assert_eq!(source.raw_os_error(), Some(28), "{source}")
+            }
+            other => panic!("expected NotRecorded, got {other:?}"),
+        };
+        let id = t.thread_id.as_str();
+        full(store.advance(id, "lost", None, None).map(drop));
+        full(store.interrupt(id, Some("lost")).map(drop));
+        full(store.archive(id).map(drop));
+        full(store.link(id, &parent.thread_id));
+        full(store.create("lost", None, None, None).map(drop));
+        assert_eq!(store.all().unwrap(), before, "every change was taken back");
+        assert_eq!(store.counters().journal_records, records);
+        // A no-op change needs no record and still succeeds.
+        store.resume(id).unwrap();
+        // Back to the real journal: changes are recorded again.
+        store.shared.lock_state().journal = real;
+        store.advance(id, "recorded", None, None).unwrap();
+        assert_eq!(store.counters().journal_records, records + 1);
     }
 }

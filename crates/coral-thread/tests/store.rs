@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use coral_thread::{
-    Clock, Error, Status, StatusReport, StoreOptions, ThreadStore, ThreadView, looks_completed,
+    Clock, Error, Status, StatusReport, StoreOptions, SyncPolicy, ThreadStore, ThreadView,
+    looks_completed,
 };
 use serde_json::Value;
 
@@ -34,7 +35,7 @@ impl Manual {
 fn manual(clock: &Manual) -> StoreOptions {
     StoreOptions {
         background_flush: false,
-        sync: false,
+        sync: SyncPolicy::Never,
         lock_wait: Duration::from_secs(5),
         clock: clock.clock(),
         ..StoreOptions::default()
@@ -147,7 +148,7 @@ fn the_background_writer_writes_without_further_calls() {
     let dir = tempfile::tempdir().unwrap();
     let options = StoreOptions {
         coalesce: Duration::from_millis(20),
-        sync: false,
+        sync: SyncPolicy::Never,
         ..StoreOptions::default()
     };
     let store = ThreadStore::open_with(file(&dir), options).unwrap();
@@ -158,7 +159,11 @@ fn the_background_writer_writes_without_further_calls() {
     // than assume a duration.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let steps = on_disk(&file(&dir))[0]["steps"].as_array().unwrap().len();
+        // The first write is the writer thread's too, so the file may not exist yet.
+        let steps = match std::fs::metadata(file(&dir)) {
+            Ok(_) => on_disk(&file(&dir))[0]["steps"].as_array().unwrap().len(),
+            Err(_) => 0,
+        };
         if steps == 2 {
             break;
         }
@@ -249,7 +254,7 @@ fn three_writers_in_parallel_lose_no_step() {
     let dir = tempfile::tempdir().unwrap();
     let path = file(&dir);
     let options = StoreOptions {
-        sync: false,
+        sync: SyncPolicy::Never,
         ..StoreOptions::default()
     };
     let id = {
@@ -311,13 +316,16 @@ fn a_stale_lock_is_recovered_and_a_live_one_waited_for() {
         .set_modified(old)
         .unwrap();
     let store = ThreadStore::open_with(&path, options).unwrap();
-    // Alive: the lock is respected; the change stays pending.
-    match store.create("waits", None, None, None) {
+    // Alive: the lock is respected; the change is journaled (so it succeeds: it is recorded)
+    // and its checkpoint stays pending.
+    store.create("waits", None, None, None).unwrap();
+    match store.flush() {
         Err(Error::LockTimeout { pid, .. }) => assert_eq!(pid, Some(holder.id())),
         other => panic!("expected LockTimeout, got {other:?}"),
     }
     assert!(store.counters().pending);
     assert_eq!(store.len(), 1);
+    assert!(!path.exists(), "nothing written under a live writer's lock");
     holder.kill().unwrap();
     holder.wait().unwrap();
     // Dead and old: stale, removed, and the pending change is written.

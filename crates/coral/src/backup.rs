@@ -63,15 +63,13 @@ pub fn backup(config: &Config, dest: &Path) -> Result<Manifest> {
     std::fs::create_dir_all(dest).map_err(|e| io(dest, e))?;
     let paths = config.store_paths();
     let mut files = coral_store::backup(&paths, dest)?;
-    // The threads file is replaced by rename, so one read sees one whole version.
+    // The threads file is replaced by rename, so one read sees one whole version; the thread
+    // journals (read first) add what processes acknowledged since their last checkpoint.
     let threads = config.threads_path();
-    match std::fs::read(&threads) {
-        Ok(bytes) => {
-            coral_store::write_atomic(&dest.join(THREADS_FILE), &bytes, true)?;
-            files.push(BackupFile::of(THREADS_FILE, &bytes));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(&threads, e)),
+    let snap = coral_thread::snapshot(&threads)?;
+    if threads.exists() || snap.journals > 0 {
+        coral_store::write_atomic(&dest.join(THREADS_FILE), &snap.bytes, true)?;
+        files.push(BackupFile::of(THREADS_FILE, &snap.bytes));
     }
     let timeline = dest.join(TIMELINE_FILE);
     let has_timeline = coral_timeline::backup_file(&config.timeline_path(), &timeline)
@@ -210,28 +208,34 @@ pub fn check(config: &Config) -> CheckReport {
             },
         );
     }
+    // The threads file and its journals, read without replaying anything into the file (an
+    // open would claim ended processes' journals and rewrite the file).
     let threads = config.threads_path();
-    if threads.exists() {
-        let options = coral_thread::StoreOptions {
-            background_flush: false,
-            ..Default::default()
-        };
-        match coral_thread::ThreadStore::open_with(&threads, options) {
-            Ok(t) if t.unreadable_entries() > 0 => report.findings.push(Finding {
-                severity: Severity::Problem,
-                path: threads.clone(),
-                detail: format!(
-                    "{} entr(ies) are not readable threads (kept in the file as they are)",
-                    t.unreadable_entries()
-                ),
-            }),
-            Ok(_) => {}
-            Err(e) => report.findings.push(Finding {
-                severity: Severity::Problem,
-                path: threads.clone(),
-                detail: e.to_string(),
-            }),
+    match coral_thread::snapshot(&threads) {
+        Ok(snap) => {
+            if snap.unreadable_entries > 0 {
+                report.findings.push(Finding {
+                    severity: Severity::Problem,
+                    path: threads.clone(),
+                    detail: format!(
+                        "{} entr(ies) are not readable threads (kept in the file as they are)",
+                        snap.unreadable_entries
+                    ),
+                });
+            }
+            for p in snap.problems {
+                report.findings.push(Finding {
+                    severity: Severity::Problem,
+                    path: threads.clone(),
+                    detail: format!("{p}; the next open skips only that record and reports it"),
+                });
+            }
         }
+        Err(e) => report.findings.push(Finding {
+            severity: Severity::Problem,
+            path: threads.clone(),
+            detail: e.to_string(),
+        }),
     }
     // The timeline's own check (integrity, schema, log damage, quarantined copies), on a
     // read-only open so nothing is recovered or repaired.

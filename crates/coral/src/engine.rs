@@ -453,6 +453,7 @@ impl Coral {
                 threads.path().display()
             ));
         }
+        notices.extend(threads.repairs());
         // Built now in rrf mode, so the first search does not pay for it.
         let keywords = (config.retrieval.mode == "rrf")
             .then(|| crate::keyword_index::KeywordIndex::build(store.pool()));

@@ -61,7 +61,8 @@ pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
     Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
-    StoreOptions as ThreadStoreOptions, ThreadEntry, ThreadView, looks_completed,
+    StoreOptions as ThreadStoreOptions, SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadView,
+    looks_completed,
 };
 pub use engine::{
     Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K,

@@ -126,6 +126,15 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
         (&old_threads, &new_threads),
     ];
     pairs.extend(timeline_files.iter().map(|(a, b)| (a, b)));
+    // The thread journals go with the threads file: an ended process's journal holds steps
+    // the file does not have yet, and is replayed only from beside the file.
+    let journals = coral_thread::journal_moves(&old_threads, &new_threads).map_err(|e| {
+        Error::InvalidInput(format!(
+            "cannot list the thread journals beside {}: {e} (nothing was moved)",
+            old_threads.display()
+        ))
+    })?;
+    pairs.extend(journals.iter().map(|(a, b)| (a, b)));
     // Check every destination first so a refusal moves nothing.
     for &(a, b) in &pairs {
         if a != b && a.exists() && b.exists() {

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use coral_thread::{StatusReport, StoreOptions, ThreadStore, ThreadView};
+use std::time::Duration;
+
+use coral_thread::{StatusReport, StoreOptions, SyncPolicy, ThreadStore, ThreadView};
 
 use crate::config::Config;
 use crate::engine::Coral;
@@ -32,6 +34,16 @@ impl Config {
             None => self.resolve(&self.threads.path),
         }
     }
+
+    /// The thread journal's power-loss policy: `storage.sync` and `storage.sync_interval_ms`,
+    /// the same as the memory journal's (docs/storage.md).
+    pub fn thread_sync_policy(&self) -> SyncPolicy {
+        match self.storage.sync.as_str() {
+            "always" => SyncPolicy::Always,
+            "never" => SyncPolicy::Never,
+            _ => SyncPolicy::Interval(Duration::from_millis(self.storage.sync_interval_ms.max(1))),
+        }
+    }
 }
 
 /// The reasoning threads of one configuration (SPEC 8), usable without the memory store:
@@ -56,9 +68,14 @@ pub struct Threads {
 }
 
 impl Threads {
-    /// Open the threads file of `config` (created by the first change).
+    /// Open the threads file of `config` (created by the first change), journaling changes
+    /// with the config's `storage.sync` policy.
     pub fn open(config: &Config) -> Result<Threads> {
-        Threads::open_with(config.threads_path(), StoreOptions::default())
+        let options = StoreOptions {
+            sync: config.thread_sync_policy(),
+            ..StoreOptions::default()
+        };
+        Threads::open_with(config.threads_path(), options)
     }
 
     /// Open a threads file with explicit store options (a test clock, no coalescing, ...).
@@ -147,9 +164,15 @@ impl Threads {
         Ok(self.store.all()?)
     }
 
-    /// Write pending changes now (changes are otherwise written within 250 ms).
+    /// Write pending changes to the threads file now (every change is in the journal when
+    /// its call returns; the file is otherwise rewritten within 250 ms).
     pub fn flush(&self) -> Result<()> {
         Ok(self.store.flush()?)
+    }
+
+    /// Damage found in ended processes' thread journals, one sentence each (empty when none).
+    pub fn repairs(&self) -> Vec<String> {
+        self.store.repairs()
     }
 }
 
