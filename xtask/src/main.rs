@@ -138,6 +138,19 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ])?;
+    // xtask's ONNX build (the MiniLM rows of `eval`, `bench-embed`) is outside the workspace
+    // build, and once stopped compiling unnoticed.
+    cargo(&[
+        "clippy",
+        "--package",
+        "xtask",
+        "--features",
+        "onnx",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     // `coral mcp` checked by the official Python MCP client and the MCP Inspector --strict.
     clients::check(&root())?;
     // With the ONNX runtime and test model (fetched when the environment lacks them).
