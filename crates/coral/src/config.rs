@@ -933,7 +933,7 @@ mod tests {
         for mode in RETRIEVAL_MODES {
             let text = format!(r#"{{"retrieval": {{"mode": "{mode}"}}}}"#);
             let (config, warnings) = Config::from_json(&text).unwrap();
-            assert_eq!(config.retrieval.mode, mode);
+            assert_eq!(config.retrieval.mode, *mode);
             assert!(warnings.is_empty());
         }
     }
