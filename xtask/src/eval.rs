@@ -94,12 +94,14 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
 
     let mut cells = Vec::new();
+    let mut embedding_seconds: std::collections::BTreeMap<&str, f64> = Default::default();
     for corpus in &corpora {
         for (label, memo, vectors) in &loaded {
             if *vectors {
                 let t = Instant::now();
                 memo.prefill(&corpus.texts())
                     .with_context(|| format!("embedding {} with {label}", corpus.key))?;
+                *embedding_seconds.entry(label).or_default() += t.elapsed().as_secs_f64();
                 eprintln!(
                     "eval: {} embedded with {label} in {:.1} s",
                     corpus.key,
@@ -140,6 +142,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         "seconds": (seconds * 10.0).round() / 10.0,
         "threads": rayon::current_num_threads(),
         "args": args,
+        "embedding_seconds": embedding_seconds
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!((v * 10.0).round() / 10.0)))
+            .collect::<serde_json::Map<_, _>>(),
         "skipped_embedders": skipped,
         "protocol": "shared/eval-data/README.md and docs/eval.md; metrics are fractions averaged over questions",
         "modes": "pool: every retrieval.mode (coral::RETRIEVAL_MODES) with its defaults; rrf-equal = rrf with every list weighted 1 and no last-line boost; vector = weighted 1/0/0; none/bm25 = the coral-score BM25 kernel alone (k1 1.5, b 0.75, distinct query terms, no merging); none/jaccard = bitmap Jaccard alone. timeline: retrieve_for_turn's RRF (k 60) of BM25 and cosine; none = words only",

@@ -28,8 +28,21 @@ pub fn render(root: &Path, table: &Value, tables: &str) -> Result<String> {
         threads = meta["threads"],
         skipped = skipped(&meta["skipped_embedders"]),
     );
+    if let Some(per) = meta["embedding_seconds"].as_object() {
+        let parts: Vec<String> = per
+            .iter()
+            .filter_map(|(e, s)| Some(format!("{e} {:.0} s", s.as_f64()?)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nOf that, embedding every text once per model took {} (MiniLM on one intra-op \
+             thread); every other cell takes 0.1–2 s.",
+            parts.join(", ")
+        );
+    }
     out.push_str(REPRODUCE);
     out.push_str(PROTOCOL);
+    out.push_str(LAYOUT);
     out.push_str("\n## Results\n\nRecall and hit rates in percent.\n");
     out.push_str(tables);
     out.push_str("\n## What the loaders and stores noticed\n\n");
@@ -65,10 +78,11 @@ pub fn render(root: &Path, table: &Value, tables: &str) -> Result<String> {
                 } else {
                     let _ = writeln!(
                         out,
-                        "  - the pool (memory.sim_threshold_hot = {}) stored {} near-duplicate \
-                         documents as an earlier one's memory, which stands for all of them: {}",
+                        "  - the pool (memory.sim_threshold_hot = {}) stored {} documents as an \
+                         earlier one's memory (identical or near-duplicate texts), which stands \
+                         for all of them: {}",
                         match ds["merge_threshold"].as_f64() {
-                            Some(t) => t.to_string(),
+                            Some(t) => format!("{t:?}"),
                             None => "0.7, the default".into(),
                         },
                         merged
@@ -149,6 +163,18 @@ of `EMBEDDERS` in `xtask/src/eval/embedders.rs`. The timeline ignores `retrieval
 returns `pool_modes()`.
 ";
 
+const LAYOUT: &str = "
+## The table file
+
+`target/coral-bench/eval.json` is `{\"meta\", \"datasets\", \"cells\"}`. Each cell is
+`{dataset, path, embedder, mode, seconds, merged_documents, metrics}`, and `metrics` maps
+`overall` and each category to `{questions, recall_at_1, recall_at_3, recall_at_5,
+recall_at_10, hit_at_1, hit_at_3, hit_at_5, hit_at_10}` as fractions. `datasets` holds each
+set's sizes, loader notes and the pool's merges (`merged_in_pool`: group and document ids).
+Runs are deterministic: groups run in parallel but questions in order, and the same code gives
+the same file apart from `seconds`.
+";
+
 const PROTOCOL: &str = "
 ## Protocols
 
@@ -187,7 +213,7 @@ document id. The timeline has no clock parameter; it ranks by BM25 and cosine on
 **Metrics**: recall@k = |gold ∩ top-k| / |gold| and hit@k = [gold ∩ top-k ≠ ∅], for k = 1,
 3, 5 and 10, averaged over the questions of each category and overall.
 
-**Modes** (pool): every value of `retrieval.mode` with its defaults (`weighted`: SPEC 5.1's
+**Modes** (pool): every value of `retrieval.mode` with its defaults (`weighted`: the original's
 0.6 / 0.2 / 0.2 fusion with 7-day recency; `rrf`: vector, Jaccard and BM25 rankings fused by
 weighted reciprocal rank, `retrieval.rrf_weights` defaults), `rrf-equal` (every list weighted
 1, no last-line boost), `vector` (vectors alone). Embedder `none`: `bm25` (the `coral-score`
