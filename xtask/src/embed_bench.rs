@@ -233,7 +233,9 @@ fn measure(root: &Path, use_report: serde_json::Value) -> Result<()> {
                        "requests": after.requests - before.requests},
         }));
         match Arc::try_unwrap(coral) {
-            Ok(c) => c.close()?,
+            Ok(c) => {
+                c.close()?;
+            }
             Err(_) => bail!("a searcher kept the store open"),
         }
     }

@@ -242,6 +242,10 @@ impl RrfWeights {
     }
 }
 
+/// Every value `retrieval.mode` accepts, in the order `cargo xtask eval` measures them
+/// (docs/eval.md): a mode added here is validated and evaluated with no other change.
+pub const RETRIEVAL_MODES: &[&str] = &["weighted", "rrf"];
+
 /// `retrieval.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -256,7 +260,7 @@ pub struct RetrievalConfig {
     pub min_score: f64,
     /// Search the cold tier too.
     pub include_cold: bool,
-    /// `"weighted"` or `"rrf"`.
+    /// One of [`RETRIEVAL_MODES`]: `"weighted"` or `"rrf"`.
     pub mode: String,
     /// Score added to items of the searched project and to shared items.
     pub project_boost: f64,
@@ -676,10 +680,12 @@ impl Config {
                 ));
             }
         }
-        if !matches!(r.mode.as_str(), "weighted" | "rrf") {
+        if !RETRIEVAL_MODES.contains(&r.mode.as_str()) {
+            let names: Vec<String> = RETRIEVAL_MODES.iter().map(|m| format!("{m:?}")).collect();
             p.push(format!(
-                "retrieval.mode = {:?} must be \"weighted\" or \"rrf\"",
-                r.mode
+                "retrieval.mode = {:?} must be {}",
+                r.mode,
+                names.join(" or ")
             ));
         }
         if !matches!(s.sync.as_str(), "always" | "interval" | "never") {
@@ -922,11 +928,12 @@ mod tests {
     }
 
     #[test]
-    fn both_retrieval_modes_are_accepted() {
-        for mode in ["weighted", "rrf"] {
+    fn every_listed_retrieval_mode_is_accepted() {
+        assert!(RETRIEVAL_MODES.contains(&RetrievalConfig::default().mode.as_str()));
+        for mode in RETRIEVAL_MODES {
             let text = format!(r#"{{"retrieval": {{"mode": "{mode}"}}}}"#);
             let (config, warnings) = Config::from_json(&text).unwrap();
-            assert_eq!(config.retrieval.mode, mode);
+            assert_eq!(config.retrieval.mode, *mode);
             assert!(warnings.is_empty());
         }
     }

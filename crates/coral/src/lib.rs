@@ -42,8 +42,8 @@ pub mod timeline;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, ReloadConfig, RetrievalConfig, RetrievalWeights, RrfWeights,
-    StorageConfig, ThreadsConfig,
+    ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
+    RetrievalWeights, RrfWeights, StorageConfig, ThreadsConfig,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
