@@ -9,6 +9,7 @@ use crate::namespace::Namespace;
 use crate::owner::Owner;
 use crate::timeline::Timeline;
 use crate::turn_row::{TURN_COLUMNS, TurnRow};
+use crate::turns::abort_in;
 
 /// A turn that recovery aborted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -52,7 +53,7 @@ impl Timeline {
                     ),
                     None => "recovered: the turn's owner is unreadable".to_string(),
                 };
-                self.abort_in(tx, &hk, &turn, &reason, now)?;
+                abort_in(tx, &hk, &turn, &reason, now)?;
                 recovered.push(Recovered { turn_id, conversation_id });
             }
             Ok(recovered)
@@ -89,7 +90,7 @@ impl Timeline {
             let reason = format!("recovered: no activity for {idle_seconds} s");
             let mut out = Vec::new();
             for turn in stale {
-                self.abort_in(tx, &hk, &turn, &reason, now)?;
+                abort_in(tx, &hk, &turn, &reason, now)?;
                 out.push(Recovered {
                     turn_id: turn.turn_id,
                     conversation_id: turn.conversation_id,

@@ -352,7 +352,7 @@ impl Timeline {
                     status: "completed".into(),
                 }),
                 TurnStatus::Open => {
-                    self.abort_in(tx, &hk, &turn, reason.unwrap_or("aborted by the host"), now)?;
+                    abort_in(tx, &hk, &turn, reason.unwrap_or("aborted by the host"), now)?;
                     let turn = load_turn(tx, &hk, ns, turn_id)?;
                     Ok(Closed {
                         turn: view(tx, &hk, turn)?,
@@ -361,25 +361,6 @@ impl Timeline {
                 }
             }
         })
-    }
-
-    /// Settle and close an open turn as aborted, with `reason` (also recovery's way).
-    pub(crate) fn abort_in(
-        &self,
-        tx: &Transaction<'_>,
-        hk: &str,
-        turn: &TurnRow,
-        reason: &str,
-        now: f64,
-    ) -> Result<()> {
-        settle(tx, hk, turn)?;
-        tx.prepare_cached(
-            "UPDATE turns SET status = 'aborted', ended_at = ?1, last_at = MAX(last_at, ?1), \
-             end_reason = ?2 WHERE turn_pk = ?3 AND hard_key = ?4",
-        )?
-        .execute(params![now, reason, turn.pk, hk])?;
-        close_unit(tx, hk, &turn.conversation_id, turn.unit_seq)?;
-        Ok(())
     }
 
     /// A standalone entry outside any turn: a message exchanged without a model call, an
@@ -451,4 +432,22 @@ pub(crate) fn view(tx: &Transaction<'_>, hk: &str, turn: TurnRow) -> Result<Turn
         final_source_id: turn.final_source_id,
         settlement,
     })
+}
+
+/// Settle and close an open turn as aborted, with `reason` (also recovery's way).
+pub(crate) fn abort_in(
+    tx: &Transaction<'_>,
+    hk: &str,
+    turn: &TurnRow,
+    reason: &str,
+    now: f64,
+) -> Result<()> {
+    settle(tx, hk, turn)?;
+    tx.prepare_cached(
+        "UPDATE turns SET status = 'aborted', ended_at = ?1, last_at = MAX(last_at, ?1), \
+         end_reason = ?2 WHERE turn_pk = ?3 AND hard_key = ?4",
+    )?
+    .execute(params![now, reason, turn.pk, hk])?;
+    close_unit(tx, hk, &turn.conversation_id, turn.unit_seq)?;
+    Ok(())
 }
