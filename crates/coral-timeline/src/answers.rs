@@ -109,6 +109,7 @@ fn terms_field(map: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<S
     Ok(terms)
 }
 
+/// An episodic summary from the model's answer: `title` and `summary` required.
 pub(crate) fn parse_episodic(answer: &str) -> Result<Draft> {
     let map = json_object(answer)?;
     Ok(Draft {
@@ -122,6 +123,7 @@ pub(crate) fn parse_episodic(answer: &str) -> Result<Draft> {
     })
 }
 
+/// The semantic memories of a roll-up answer: a non-empty `memories` list, facets from [`FACETS`].
 pub(crate) fn parse_semantic(answer: &str) -> Result<Vec<Draft>> {
     let map = json_object(answer)?;
     let items = match map.get("memories") {

@@ -22,6 +22,7 @@ use crate::summariser::{
 use crate::terms::{normalize_terms, reinforcement_overlap};
 use crate::timeline::Timeline;
 
+/// Where the conversation's layers stand, and its raw window's units.
 fn status_of(
     tx: &Transaction<'_>,
     hard_key: &str,

@@ -10,6 +10,7 @@ use crate::raw_window::{Unit, shown_rows};
 use crate::settle::estimate_tokens;
 use crate::tz;
 
+/// `card` with its `tokens`: the estimate of its rendered line.
 pub(crate) fn with_tokens(mut card: SummaryCard, zone: Tz) -> SummaryCard {
     card.tokens = estimate_tokens(&render_card(&card, zone));
     card

@@ -39,6 +39,7 @@ fn record_key(salts: (u32, u32)) -> String {
     format!("wal_damage:{:08x}{:08x}", salts.0, salts.1)
 }
 
+/// Whether the file has a `meta` table (a file with no tables yet has none).
 pub(crate) fn has_meta(conn: &Connection) -> Result<bool> {
     Ok(conn
         .query_row(

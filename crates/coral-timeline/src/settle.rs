@@ -70,6 +70,7 @@ impl Classification {
         }
     }
 
+    /// The class of a stored name; `None` for any other.
     pub(crate) fn parse(s: &str) -> Option<Classification> {
         match s {
             "explicit_empty" => Some(Classification::ExplicitEmpty),

@@ -6,12 +6,15 @@ use rusqlite::{Transaction, params};
 use crate::error::{Result, unknown_value};
 use crate::layers::{LayerSettings, SummaryCard, SummaryLayer};
 
+/// The select [`card_from_sql`] reads: a summary (`s`) with its source count. Every statement
+/// built on it adds a `WHERE s.hard_key = ?`.
 pub(crate) const SUMMARY_SELECT: &str = "SELECT summary_id, layer, conversation_id, title, \
      hint, body, facet, entity_anchors, topic_terms, period_start, period_end, created_at, \
      tokens, rolled_into, (SELECT count(*) FROM summary_sources ss \
      WHERE ss.hard_key = s.hard_key AND ss.summary_id = s.summary_id), s.summary_pk, \
      s.superseded_by FROM summaries s";
 
+/// A row of [`SUMMARY_SELECT`]; a layer this build does not know is an error naming the summary.
 pub(crate) fn card_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryCard> {
     let memory_id: String = r.get(0)?;
     let stored = r.get_ref(1)?.as_str()?;
@@ -110,6 +113,7 @@ pub(crate) fn visible_summaries(
     })
 }
 
+/// Semantic memories of a conversation still current (not reinforced by a newer one).
 pub(crate) fn count_semantic(
     tx: &Transaction<'_>,
     hard_key: &str,
@@ -124,6 +128,7 @@ pub(crate) fn count_semantic(
     Ok(n as usize)
 }
 
+/// Insert `card` (an episodic summary covers the units `units`, first and last).
 pub(crate) fn insert_card(
     tx: &Transaction<'_>,
     hard_key: &str,

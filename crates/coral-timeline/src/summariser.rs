@@ -92,6 +92,7 @@ pub(crate) fn episodic_prompt(batch: &[Unit], zone: Tz) -> (String, usize) {
     (prompt, shown)
 }
 
+/// The roll-up request: `batch` as quoted JSON, and the `existing` memories it may update.
 pub(crate) fn rollup_prompt(batch: &[SummaryCard], existing: &[SummaryCard], zone: Tz) -> String {
     let period = |c: &SummaryCard| {
         format!(
