@@ -1,6 +1,5 @@
-//! `browse_memory` and opening summaries (SPEC 11): the catalogue of episodic summaries and
-//! semantic memories in time order, filtered by time and by keywords, and `open_memory` on a
-//! summary (`card`, `content`, or `sources`: the turns or summaries it was made from).
+//! `browse_memory`: the catalogue of episodic summaries and semantic memories in time order,
+//! filtered by time and by keywords, with how much of the asked time it covers.
 //!
 //! Keywords match one way: a stored term must contain the keyword (after NFKC and case
 //! folding), never the reverse, so `文旅` finds the tag `文旅答辩项目` while
@@ -9,28 +8,24 @@
 use std::collections::HashMap;
 
 use chrono_tz::Tz;
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Transaction, params};
 use serde::Serialize;
 use serde_json::json;
 
 use crate::cursor;
-use crate::layers::{
-    SUMMARY_SELECT, SummaryCard, card_from_sql, fold_term, normalize_terms, render_card,
-};
+use crate::layers::{SummaryCard, SummaryLayer};
 use crate::namespace::Namespace;
-use crate::read::{
-    Failure, OpenRequest, Projection, ReadStatus, TimeRange, UnitView, View, unit_view, window_of,
-    zone_of,
-};
-use crate::timeline::{Timeline, unit_rows};
+use crate::read::{TimeRange, window_of};
+use crate::reply::{Failure, ReadStatus, Reply, zone_of};
+use crate::summaries::{SUMMARY_SELECT, card_from_sql};
+use crate::terms::{KeywordHit, fold_term, keyword_hits, normalize_terms};
+use crate::timeline::Timeline;
 use crate::tz;
 
 /// Cards per page when none is asked for.
 pub const DEFAULT_PAGE_SIZE: usize = 20;
 /// The most cards per page.
 pub const MAX_PAGE_SIZE: usize = 200;
-/// Sources per page of `open_memory(view = sources)` when none is asked for.
-pub const DEFAULT_SOURCES_PAGE: usize = 5;
 /// Keywords per request.
 const MAX_KEYWORDS: usize = 32;
 
@@ -80,15 +75,6 @@ pub struct BrowseRequest {
     pub cursor: Option<String>,
     /// IANA zone (default UTC).
     pub timezone: Option<String>,
-}
-
-/// Which stored term a keyword matched.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct KeywordHit {
-    /// The keyword as given.
-    pub query: String,
-    /// The stored term containing it.
-    pub term: String,
 }
 
 /// One catalogue card.
@@ -149,16 +135,9 @@ pub struct Coverage {
     pub days_requested: usize,
 }
 
-/// A `browse_memory` answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct BrowseResult {
-    /// `ok`, `partial` (more pages), `empty`, `invalid_filter` or `unavailable`.
-    pub status: ReadStatus,
-    /// Why, when not `ok`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// Zone of the labels.
-    pub timezone: String,
+/// One page of `browse_memory`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BrowsePage {
     /// This page, oldest first.
     pub cards: Vec<BrowseCard>,
     /// Matching cards in all pages.
@@ -172,79 +151,9 @@ pub struct BrowseResult {
     pub next_cursor: Option<String>,
 }
 
-impl BrowseResult {
-    fn failed(status: ReadStatus, message: String, timezone: &str) -> BrowseResult {
-        BrowseResult {
-            status,
-            message: Some(message),
-            timezone: timezone.to_string(),
-            cards: Vec::new(),
-            total: 0,
-            remaining: 0,
-            coverage: Coverage::default(),
-            next_cursor: None,
-        }
-    }
-}
-
-/// For each keyword, the first term of `pool` (in order) that contains it: MemCore's one-way
-/// substring match. Keywords that match nothing are left out.
-pub fn keyword_hits<S: AsRef<str>, K: AsRef<str>>(pool: &[S], keywords: &[K]) -> Vec<KeywordHit> {
-    let folded_pool: Vec<String> = pool.iter().map(|t| fold_term(t.as_ref())).collect();
-    keywords
-        .iter()
-        .filter_map(|k| {
-            let needle = fold_term(k.as_ref());
-            if needle.is_empty() {
-                return None;
-            }
-            folded_pool
-                .iter()
-                .position(|t| t.contains(&needle))
-                .map(|i| KeywordHit {
-                    query: k.as_ref().to_string(),
-                    term: pool[i].as_ref().to_string(),
-                })
-        })
-        .collect()
-}
-
-/// The sources of a summary, one page.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SourcesPage {
-    /// An episodic summary's turns, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub units: Vec<UnitView>,
-    /// A semantic memory's episodic summaries, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub summaries: Vec<SummaryCard>,
-    /// Sources in all pages.
-    pub total: usize,
-    /// After this page.
-    pub remaining: usize,
-    /// Pass it back (with the same memory_id) for the next page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-/// A summary opened by id.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OpenedSummary {
-    /// The view returned.
-    pub view: View,
-    /// The summary (`content` keeps the body; `card` and `sources` shorten it to a preview).
-    pub summary: SummaryCard,
-    /// Local period.
-    pub period_start_at: String,
-    /// Local period end.
-    pub period_end_at: String,
-    /// The rendered line the context shows (view `content`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rendered: Option<String>,
-    /// View `sources`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<SourcesPage>,
-}
+/// A `browse_memory` answer: `ok`, `partial` (more pages), `empty`, `invalid_filter` or
+/// `unavailable`.
+pub type BrowseResult = Reply<BrowsePage>;
 
 /// Catalogue terms of every summary of a hard key: own terms, and for semantic memories the
 /// terms of the summaries they came from.
@@ -289,16 +198,8 @@ fn union_pools(
 impl Timeline {
     /// The catalogue of summaries, oldest first. Never fails: problems come back as a status.
     pub fn browse_memory(&self, ns: &Namespace, req: &BrowseRequest) -> BrowseResult {
-        let zone_name = req.timezone.clone().unwrap_or_else(|| "UTC".into());
-        match self.try_browse(ns, req) {
-            Ok(r) => r,
-            Err(Failure::Invalid(m)) => {
-                BrowseResult::failed(ReadStatus::InvalidFilter, m, &zone_name)
-            }
-            Err(Failure::Unavailable(m)) => {
-                BrowseResult::failed(ReadStatus::Unavailable, m, &zone_name)
-            }
-        }
+        let zone_name = req.timezone.as_deref().unwrap_or("UTC");
+        Reply::or_failed(self.try_browse(ns, req), Some(zone_name))
     }
 
     fn try_browse(&self, ns: &Namespace, req: &BrowseRequest) -> Result<BrowseResult, Failure> {
@@ -318,11 +219,11 @@ impl Timeline {
         }
         let mut layers = Vec::new();
         for t in &req.node_types {
-            match t.as_str() {
-                "episodic" | "semantic" => layers.push(t.as_str()),
-                other => {
+            match SummaryLayer::parse(t) {
+                Some(layer) => layers.push(layer),
+                None => {
                     return Err(Failure::Invalid(format!(
-                        "node type {other:?} is not episodic or semantic"
+                        "node type {t:?} is not episodic or semantic"
                     )));
                 }
             }
@@ -408,7 +309,7 @@ impl Timeline {
                     "open_memory(memory_id=\"{}\", view=\"content\")",
                     card.memory_id
                 ),
-                node_type: card.layer,
+                node_type: card.layer.as_str(),
                 conversation_id: card.conversation_id,
                 title: card.title,
                 hint: card.hint,
@@ -461,135 +362,14 @@ impl Timeline {
             )),
             _ => None,
         };
-        Ok(BrowseResult {
-            status,
-            message,
-            timezone: zone_name,
+        let page = BrowsePage {
             cards: page,
             total,
             remaining,
             coverage,
             next_cursor,
-        })
-    }
-
-    /// `open_memory` on a summary id, if it is one in scope (`None`: not a summary here).
-    pub(crate) fn open_summary(
-        &self,
-        ns: &Namespace,
-        memory_id: &str,
-        req: &OpenRequest,
-        zone: Tz,
-    ) -> Result<Option<OpenedSummary>, Failure> {
-        let hk = ns.hard_key();
-        let scope = (!req.cross_conversation).then_some(ns.conversation_id.as_str());
-        let page_size = match req.page_size {
-            0 => DEFAULT_SOURCES_PAGE,
-            n if n > 50 => {
-                return Err(Failure::Invalid(
-                    "page_size of sources is at most 50".into(),
-                ));
-            }
-            n => n,
         };
-        let digest = cursor::keyed_digest(
-            &self.secret,
-            &json!({"hk": hk, "sources": memory_id, "page": page_size}).to_string(),
-        );
-        let offset = match (&req.cursor, req.view) {
-            (None, _) => 0,
-            (Some(c), View::Sources) => {
-                let pos = cursor::open(&self.secret, c).map_err(Failure::Invalid)?;
-                if pos["q"].as_str() != Some(digest.as_str()) {
-                    return Err(Failure::Invalid(
-                        "cursor belongs to another memory or namespace".into(),
-                    ));
-                }
-                pos["offset"].as_u64().unwrap_or(0) as usize
-            }
-            (Some(_), _) => {
-                return Err(Failure::Invalid("cursor goes with view=sources".into()));
-            }
-        };
-        Ok(self.read(|tx| {
-            let card = tx
-                .prepare_cached(&format!(
-                    "{SUMMARY_SELECT} WHERE s.hard_key = ?1 AND s.summary_id = ?2 \
-                     AND (?3 IS NULL OR s.conversation_id = ?3)"
-                ))?
-                .query_row(params![hk, memory_id, scope], card_from_sql)
-                .optional()?;
-            let Some(mut card) = card else {
-                return Ok(None);
-            };
-            let mut opened = OpenedSummary {
-                view: req.view,
-                period_start_at: tz::minute_label(card.period_start, zone),
-                period_end_at: tz::minute_label(card.period_end, zone),
-                rendered: None,
-                sources: None,
-                summary: card.clone(),
-            };
-            match req.view {
-                View::Content => opened.rendered = Some(render_card(&card, zone)),
-                View::Card | View::Sources => {
-                    card.body = crate::read::preview(&card.body);
-                    opened.summary = card.clone();
-                }
-            }
-            if req.view == View::Sources {
-                let rows: Vec<(Option<i64>, Option<String>)> = tx
-                    .prepare_cached(
-                        "SELECT unit_seq, source_summary_id FROM summary_sources \
-                         WHERE hard_key = ?1 AND summary_id = ?2 ORDER BY position",
-                    )?
-                    .query_map(params![hk, memory_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?;
-                let total = rows.len();
-                let mut page = SourcesPage {
-                    units: Vec::new(),
-                    summaries: Vec::new(),
-                    total,
-                    remaining: 0,
-                    next_cursor: None,
-                };
-                for (unit, source) in rows.iter().skip(offset).take(page_size) {
-                    if let Some(unit) = unit {
-                        let rows = unit_rows(tx, &hk, &card.conversation_id, *unit)?;
-                        if !rows.is_empty() {
-                            page.units.push(unit_view(
-                                tx,
-                                &hk,
-                                &rows,
-                                Projection::Conversation,
-                                zone,
-                                0,
-                            )?);
-                        }
-                    }
-                    if let Some(source) = source
-                        && let Some(c) = tx
-                            .prepare_cached(&format!(
-                                "{SUMMARY_SELECT} WHERE s.hard_key = ?1 AND s.summary_id = ?2"
-                            ))?
-                            .query_row(params![hk, source], card_from_sql)
-                            .optional()?
-                    {
-                        page.summaries.push(c);
-                    }
-                }
-                let shown = total.saturating_sub(offset).min(page_size);
-                page.remaining = total.saturating_sub(offset + shown);
-                if page.remaining > 0 {
-                    page.next_cursor = Some(cursor::seal(
-                        &self.secret,
-                        &json!({"v": 1, "q": digest, "offset": offset + shown}),
-                    ));
-                }
-                opened.sources = Some(page);
-            }
-            Ok(Some(opened))
-        })?)
+        Ok(Reply::new(status, message, Some(&zone_name), page))
     }
 }
 

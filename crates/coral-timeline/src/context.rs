@@ -1,6 +1,6 @@
-//! The model-visible context of a conversation (SPEC 11): a few semantic memories, the newest
-//! episodic summaries and the raw window, rendered as one text with date headers and
-//! time-of-day labels.
+//! The model-visible context of a conversation: a few semantic memories, the newest episodic
+//! summaries and the raw window, rendered as one text with date headers and time-of-day
+//! labels (`docs/timeline.md`, "The context").
 //!
 //! The text is a pure function of what is stored, and between compactions it only grows at
 //! its end: units appear in the order they closed (a turn when it completes or is aborted, a
@@ -13,12 +13,13 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::layers::{
-    LayerSettings, floor_of, open_turns, pick_batch, raw_units, render_card, render_unit,
-    visible_summaries,
-};
+use crate::layers::LayerSettings;
 use crate::namespace::Namespace;
-use crate::read::{Failure, zone_of};
+use crate::raw_window::{floor_of, open_turns, pick_batch, raw_units};
+use crate::render::{render_card, render_unit};
+use crate::reply::{Failure, zone_of};
+use crate::settle::estimate_tokens;
+use crate::summaries::visible_summaries;
 use crate::timeline::Timeline;
 
 /// The first line of every context: what follows is quoted material, not instructions.
@@ -65,7 +66,7 @@ impl Timeline {
         ns.validate()?;
         req.settings.validate()?;
         let (zone, zone_name) = zone_of(req.timezone.as_deref()).map_err(|f| match f {
-            Failure::Invalid(m) | Failure::Unavailable(m) => crate::Error::InvalidInput(m),
+            Failure::Invalid(m) | Failure::Unavailable(m) => crate::error::Error::InvalidInput(m),
         })?;
         let hk = ns.hard_key();
         let conv = ns.conversation_id.as_str();
@@ -104,7 +105,7 @@ impl Timeline {
             s.min_recent_turns,
         );
         Ok(Context {
-            tokens: crate::settle::estimate_tokens(&text),
+            tokens: estimate_tokens(&text),
             text,
             timezone: zone_name,
             semantic: semantic.into_iter().map(|c| c.memory_id).collect(),

@@ -84,6 +84,18 @@ impl TurnRole {
             TurnRole::None => "none",
         }
     }
+
+    /// The role of a stored name; `None` for any other.
+    pub(crate) fn parse(s: &str) -> Option<TurnRole> {
+        match s {
+            "stimulus" => Some(TurnRole::Stimulus),
+            "action" => Some(TurnRole::Action),
+            "observation" => Some(TurnRole::Observation),
+            "final" => Some(TurnRole::Final),
+            "none" => Some(TurnRole::None),
+            _ => None,
+        }
+    }
 }
 
 /// Check a kind: lower-case dotted segments, at least two (`message.user`,

@@ -38,7 +38,8 @@ pub enum Error {
     /// used by a different entry, a retry that differs from the first call.
     #[error("{0}")]
     Conflict(String),
-    /// The database file is not a timeline this build can use (newer schema, not SQLite).
+    /// The database file is not a timeline this build can use (newer schema, not SQLite, a
+    /// stored value this build does not know).
     #[error("timeline database {}: {detail}", path.display())]
     Corrupted {
         /// The database file.
@@ -100,4 +101,67 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T> {
     Err(Error::InvalidInput(message.into()))
+}
+
+/// A stored value this build does not know: a turn status, a policy, a settlement class, a
+/// role, an origin or a summary layer that none of its names matches (a newer build wrote it,
+/// or the file is damaged). Raised inside a row mapper, where only `rusqlite` errors can be
+/// returned, and turned into [`Error::Corrupted`] naming the file by [`crate::Timeline`]'s
+/// transactions, so a stored value is never silently read as another one.
+#[derive(Debug)]
+pub(crate) struct UnknownValue {
+    /// Which value of which row: `turn "t1" status`.
+    pub what: String,
+    /// The value found.
+    pub value: String,
+}
+
+impl std::fmt::Display for UnknownValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value: String = self.value.chars().take(64).collect();
+        let cut = if value.len() < self.value.len() {
+            "…"
+        } else {
+            ""
+        };
+        write!(
+            f,
+            "{} is {value:?}{cut}, which this build does not know: a newer coral may have \
+             written it (upgrade coral), or the file is damaged (coral restore from a backup)",
+            self.what
+        )
+    }
+}
+
+impl std::error::Error for UnknownValue {}
+
+/// The error a row mapper returns for an unknown stored value in column `column`.
+pub(crate) fn unknown_value(
+    column: usize,
+    what: impl Into<String>,
+    value: impl Into<String>,
+) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Text,
+        Box::new(UnknownValue {
+            what: what.into(),
+            value: value.into(),
+        }),
+    )
+}
+
+/// `e` as [`Error::Corrupted`] of `path` when it carries an [`UnknownValue`]; else `e`.
+pub(crate) fn stored_value_error(e: Error, path: PathBuf) -> Error {
+    match e {
+        Error::Sqlite(rusqlite::Error::FromSqlConversionFailure(_, _, inner))
+            if inner.is::<UnknownValue>() =>
+        {
+            Error::Corrupted {
+                path,
+                detail: inner.to_string(),
+            }
+        }
+        other => other,
+    }
 }

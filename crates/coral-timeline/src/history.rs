@@ -12,9 +12,12 @@ use rusqlite::params;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::entry::{Origin, TurnRole};
 use crate::error::Result;
 use crate::namespace::Namespace;
-use crate::timeline::{ROW_SELECT, Row, Timeline, Unanswered};
+use crate::rows::{ROW_SELECT, Row, Unanswered};
+use crate::timeline::Timeline;
+use crate::turn::TurnStatus;
 
 /// The message shape a provider expects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -86,16 +89,18 @@ impl Timeline {
                     "SELECT turn_id, status FROM turns WHERE hard_key = ?1 AND conversation_id = ?2",
                 )?
                 .query_map(params![hk, ns.conversation_id], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                    let turn_id: String = r.get(0)?;
+                    let status = TurnStatus::column(r, 1, &turn_id)?;
+                    Ok((turn_id, status))
                 })?
-                .collect::<rusqlite::Result<HashMap<String, String>>>()?;
+                .collect::<rusqlite::Result<HashMap<String, TurnStatus>>>()?;
             Ok((rows, statuses))
         })?;
         Ok(render(&rows, &statuses, format))
     }
 }
 
-fn render(rows: &[Row], statuses: &HashMap<String, String>, format: HistoryFormat) -> History {
+fn render(rows: &[Row], statuses: &HashMap<String, TurnStatus>, format: HistoryFormat) -> History {
     let mut out = History {
         messages: Vec::new(),
         turns: 0,
@@ -114,7 +119,7 @@ fn render(rows: &[Row], statuses: &HashMap<String, String>, format: HistoryForma
         match group[0].turn_id.as_deref() {
             Some(turn) => {
                 out.turns += 1;
-                let aborted = statuses.get(turn).map(String::as_str) == Some("aborted");
+                let aborted = statuses.get(turn) == Some(&TurnStatus::Aborted);
                 render_turn(group, aborted, format, &mut out);
             }
             None => group.iter().for_each(|r| push_plain_message(r, &mut out)),
@@ -138,7 +143,7 @@ fn count(row: &Row, out: &mut History) {
 /// than plain messages are labelled so the model sees what they were.
 fn push_plain_message(row: &Row, out: &mut History) {
     count(row, out);
-    let role = if row.origin == "assistant" {
+    let role = if row.origin == Origin::Assistant {
         "assistant"
     } else {
         "user"
@@ -155,13 +160,13 @@ fn render_turn(rows: &[Row], aborted: bool, format: HistoryFormat, out: &mut His
     // Consecutive calls are one assistant message (parallel tool calls).
     let mut batch: Vec<&Row> = Vec::new();
     for row in rows {
-        match row.turn_role.as_str() {
-            "action" => {
+        match row.turn_role {
+            TurnRole::Action => {
                 if !unanswered.hides(row) {
                     batch.push(row);
                 }
             }
-            "observation" => {
+            TurnRole::Observation => {
                 flush_calls(&mut batch, format, out);
                 count(row, out);
                 let call_id = row.correlation_id.as_deref().unwrap_or("");

@@ -1,6 +1,7 @@
-//! The MemCore timeline (SPEC 11, part 1): turns and tool calls in one SQLite file, terminal
-//! settlement of long tool results into reload cards, the model-visible history, and read-back
-//! by id (`open_memory`) or by time (`read_timeline`).
+//! The MemCore timeline (`docs/timeline.md`): turns and tool calls in one SQLite file, terminal
+//! settlement of long tool results into reload cards, the model-visible history, layered
+//! summaries behind a stable context, and read-back by id (`open_memory`), by time
+//! (`read_timeline`), by catalogue (`browse_memory`) and by search (`retrieve_for_turn`).
 //!
 //! Everything lives in a [`Namespace`]: the hard key `(tenant_id, user_id, domain_id)` that no
 //! query crosses, the conversation (the default read scope) and a soft actor tag. A turn begins
@@ -58,38 +59,59 @@
 //!     &OpenRequest { view: View::Content, ..OpenRequest::default() },
 //! );
 //! assert_eq!(opened.status, ReadStatus::Ok);
-//! assert_eq!(opened.memory.unwrap().content.unwrap(), page);
+//! assert_eq!(opened.memory.as_ref().unwrap().content.as_deref(), Some(page.as_str()));
 //! # Ok::<(), coral_timeline::Error>(())
 //! ```
 
+mod answers;
 mod backup;
 mod browse;
+mod cache;
 mod check;
+mod compact;
 mod context;
 mod cursor;
 mod entry;
 mod error;
 mod history;
+mod index;
+mod insert;
 mod layers;
 mod metrics;
 mod namespace;
 mod open;
+mod open_memory;
 mod owner;
+mod raw_window;
 mod read;
+mod recovery;
+mod render;
+mod repair;
+mod reply;
+mod retries;
 mod retrieve;
+mod retrieve_filter;
+mod rows;
 mod schema;
 mod settle;
+mod settlement;
+mod snapshot;
+mod summaries;
+mod summariser;
+mod terms;
 mod timeline;
+mod turn;
+mod turn_row;
 mod turns;
 mod tz;
 mod wal;
 
 pub use backup::{backup_file, restore_file};
 pub use browse::{
-    BrowseCard, BrowseRequest, BrowseResult, Coverage, DEFAULT_PAGE_SIZE, KeywordHit, KeywordMatch,
-    MAX_PAGE_SIZE, OpenedSummary, SourcesPage, keyword_hits,
+    BrowseCard, BrowsePage, BrowseRequest, BrowseResult, Coverage, DEFAULT_PAGE_SIZE, KeywordMatch,
+    MAX_PAGE_SIZE,
 };
-pub use check::{Problem, Repair};
+pub use check::Problem;
 pub use context::{CONTEXT_HEADER, Context, ContextRequest};
 pub use entry::{
     EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
@@ -97,31 +119,36 @@ pub use entry::{
 };
 pub use error::{Error, Result};
 pub use history::{History, HistoryFormat, HistoryTokens};
-pub use layers::{
-    CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLlm, normalize_terms,
-    reinforcement_overlap,
-};
+pub use layers::{CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLayer};
 pub use metrics::Metrics;
 pub use namespace::{DEFAULT_ID, MAX_ID_CHARS, Namespace};
 pub use open::{Access, Durability, Options};
+pub use open_memory::{
+    Detail, OpenRequest, OpenResult, Opened, OpenedMemory, OpenedSummary, SourcesPage, View,
+};
 pub use owner::Owner;
 pub use read::{
-    DEFAULT_ANCHOR_TURNS, Detail, EntryView, MAX_ANCHOR_TURNS, OpenRequest, OpenResult,
-    OpenedMemory, Projection, ReadRequest, ReadResult, ReadStatus, TimeRange, UnitView, View,
-    with_ok,
+    DEFAULT_ANCHOR_TURNS, EntryView, MAX_ANCHOR_TURNS, Projection, ReadRequest, ReadResult,
+    TimeRange, TimelinePage, UnitView,
 };
+pub use recovery::Recovered;
+pub use repair::Repair;
+pub use reply::{ReadStatus, Reply, with_ok};
 pub use retrieve::{
     ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_EMBED_PER_CALL, MAX_LIMIT, RRF_K, RetrieveHit,
-    RetrieveRequest, RetrieveResult, TextEmbedder, TimeHint,
+    RetrieveRequest, RetrieveResult, Retrieved, TextEmbedder,
 };
+pub use retrieve_filter::TimeHint;
 pub use schema::SCHEMA_VERSION;
 pub use settle::{
     CardFields, Classification, MIN_SETTLE_BYTES, Policy, classify, estimate_tokens, reload_card,
     sha256_hex,
 };
+pub use summariser::SummaryLlm;
+pub use terms::{KeywordHit, keyword_hits, normalize_terms, reinforcement_overlap};
 pub use timeline::Timeline;
-pub use turns::{
-    BeginTurn, Closed, CompleteTurn, ExchangeRefs, MAX_STIMULI, Recovered, SettledResult,
-    SettlementReport, ToolExchange, TurnHandle, TurnStatus, TurnView,
+pub use turn::{
+    BeginTurn, Closed, CompleteTurn, ExchangeRefs, MAX_STIMULI, SettledResult, SettlementReport,
+    ToolExchange, TurnHandle, TurnStatus, TurnView,
 };
 pub use tz::{Period, date_header, date_label, minute_label, parse_instant, parse_zone};

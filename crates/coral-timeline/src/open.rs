@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-use crate::check::{self, Repair};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
+use crate::repair::{self, Repair};
 use crate::schema::{self, Migrated, SCHEMA_VERSION};
+use crate::snapshot::Snapshot;
 use crate::timeline::{Timeline, cannot_write, retry_busy};
+use crate::wal::wal_path;
 
 /// How hard a commit waits for the disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,71 +69,6 @@ impl Default for Options {
             access: Access::Auto,
         }
     }
-}
-
-/// Names of private copies in the temporary directory: `coral-timeline-<pid>-<nanos>`.
-const SNAPSHOT_PREFIX: &str = "coral-timeline-";
-
-/// A private copy of a database and its log, removed with the timeline that reads it (or, when
-/// its process was killed, by the next copy any process takes).
-#[derive(Debug)]
-pub(crate) struct Snapshot {
-    dir: PathBuf,
-}
-
-impl Snapshot {
-    /// Copy `path` and its log (`wal`, the bytes already read) into a new temporary directory,
-    /// after removing the copies of processes that died without removing theirs (SIGKILL).
-    fn take(path: &Path, wal: &[u8]) -> std::io::Result<(Snapshot, PathBuf)> {
-        let temp = std::env::temp_dir();
-        Snapshot::remove_orphans(&temp);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let dir = temp.join(format!("{SNAPSHOT_PREFIX}{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir)?;
-        let snapshot = Snapshot { dir };
-        let db = snapshot.dir.join("timeline.sqlite3");
-        std::fs::copy(path, &db)?;
-        std::fs::write(snapshot.dir.join("timeline.sqlite3-wal"), wal)?;
-        Ok((snapshot, db))
-    }
-}
-
-impl Snapshot {
-    fn remove_orphans(temp: &Path) {
-        let Ok(entries) = std::fs::read_dir(temp) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let pid = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(SNAPSHOT_PREFIX))
-                .and_then(|rest| rest.split_once('-'))
-                .and_then(|(pid, _)| pid.parse::<u32>().ok());
-            if let Some(pid) = pid
-                && !Owner::of_pid(pid).alive()
-            {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        // Best effort: a copy left in the temporary directory harms nothing.
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The write-ahead log of `path`.
-pub(crate) fn wal_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push("-wal");
-    PathBuf::from(name)
 }
 
 impl Timeline {
@@ -299,12 +236,12 @@ fn migrate_once(
     // Under the write lock no other process appends to the log, and this transaction has
     // written nothing yet (a first write may restart the log and erase the evidence).
     let found = match path {
-        Some(p) => check::inspect_log(&tx, p)?,
+        Some(p) => repair::inspect_log(&tx, p)?,
         None => None,
     };
     let repair = match (path, found) {
         (Some(p), Some((damage, bytes))) => {
-            Some((damage.salts, check::quarantine(p, &bytes, &damage)))
+            Some((damage.salts, repair::quarantine(p, &bytes, &damage)))
         }
         _ => None,
     };
@@ -321,7 +258,7 @@ fn migrate_once(
         }
     };
     if let Some((salts, r)) = &repair {
-        check::record(&tx, *salts, r)?;
+        repair::record(&tx, *salts, r)?;
     }
     tx.commit()?;
     Ok((from, secret, repair.into_iter().map(|(_, r)| r).collect()))
@@ -470,7 +407,7 @@ fn open_read_only(path: &Path, options: &Options, reason: String) -> Result<Time
             ));
         }
     };
-    let repairs = check::unquarantined(&conn, path, &wal);
+    let repairs = repair::unquarantined(&conn, path, &wal);
     let mut t = assemble(
         conn,
         Some(path.to_path_buf()),

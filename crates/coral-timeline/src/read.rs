@@ -1,21 +1,19 @@
-//! Reading back: `read_timeline` (a time range, a date with time-of-day periods, or the turns
-//! around an anchor; whole turns per page within a token budget; signed cursors) and
-//! `open_memory` (one entry's card or exact content).
-//!
-//! Both answer with a structured status instead of failing: `ok`, `partial` (more pages),
-//! `empty`, `invalid_filter` (nothing was broadened or guessed) or `unavailable`.
+//! `read_timeline`: whole turns back by time range, by dates with time-of-day periods, or
+//! around an anchor, paged within a token budget behind signed cursors.
 
 use std::cmp::Ordering;
 
 use chrono_tz::Tz;
 use rusqlite::{Transaction, params};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cursor;
-use crate::error::Error;
 use crate::namespace::{Namespace, check_id};
-use crate::timeline::{Row, Timeline, find_row, turn_status, unit_rows};
+use crate::reply::{Failure, ReadStatus, Reply, zone_of};
+use crate::rows::{Row, find_row, turn_status, unit_rows};
+use crate::timeline::Timeline;
+use crate::turn::TurnStatus;
 use crate::tz::{self, Period};
 
 /// Most turns `before_turns` / `after_turns` may ask for.
@@ -23,22 +21,6 @@ pub const MAX_ANCHOR_TURNS: u32 = 50;
 
 /// Turns on each side of an anchor when not given.
 pub const DEFAULT_ANCHOR_TURNS: u32 = 2;
-
-/// The outcome of a read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadStatus {
-    /// Everything asked for is here.
-    Ok,
-    /// One page of several; pass `next_cursor` for the next.
-    Partial,
-    /// Nothing matches.
-    Empty,
-    /// The request is malformed or contradictory; nothing was read.
-    InvalidFilter,
-    /// The store could not answer.
-    Unavailable,
-}
 
 /// Which text of a tool result to show.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -164,16 +146,9 @@ pub struct UnitView {
     pub entries: Vec<EntryView>,
 }
 
-/// The answer of `read_timeline`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ReadResult {
-    /// Outcome.
-    pub status: ReadStatus,
-    /// What went wrong or what to do next, for statuses other than `ok`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The zone times are shown in.
-    pub timezone: String,
+/// One page of `read_timeline`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TimelinePage {
     /// This page.
     pub units: Vec<UnitView>,
     /// Estimated tokens of this page.
@@ -187,149 +162,8 @@ pub struct ReadResult {
     pub next_cursor: Option<String>,
 }
 
-impl ReadResult {
-    fn failed(status: ReadStatus, message: String, timezone: &str) -> ReadResult {
-        ReadResult {
-            status,
-            message: Some(message),
-            timezone: timezone.to_string(),
-            units: Vec::new(),
-            page_tokens: 0,
-            total_units: 0,
-            remaining_units: 0,
-            next_cursor: None,
-        }
-    }
-}
-
-/// Which view `open_memory` returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum View {
-    /// What it is: kind, time, sizes, hash, and its reload card or a preview.
-    #[default]
-    Card,
-    /// The stored text.
-    Content,
-    /// A summary's sources: the turns (episodic) or summaries (semantic) it was made from,
-    /// paged.
-    Sources,
-}
-
-impl View {
-    /// Parse `card`, `content` or `sources`.
-    pub fn parse(s: &str) -> Result<View, String> {
-        match s {
-            "card" => Ok(View::Card),
-            "content" => Ok(View::Content),
-            "sources" => Ok(View::Sources),
-            other => Err(format!("view {other:?} is not card, content or sources")),
-        }
-    }
-}
-
-/// How much content `open_memory` returns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Detail {
-    /// The exact stored body.
-    #[default]
-    Full,
-    /// What the conversation shows (the card of a folded result).
-    Compact,
-}
-
-/// How to open a memory.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OpenRequest {
-    /// Card or content.
-    pub view: View,
-    /// Full or compact content.
-    pub detail: Detail,
-    /// Allow ids from other conversations of the same hard key.
-    pub cross_conversation: bool,
-    /// IANA time zone of the `time` label (default `UTC`).
-    pub timezone: Option<String>,
-    /// View `sources`: sources per page (0: 5, at most 50).
-    pub page_size: usize,
-    /// View `sources`: `next_cursor` of the previous page.
-    pub cursor: Option<String>,
-}
-
-/// One entry opened by id.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OpenedMemory {
-    /// The id asked for.
-    pub memory_id: String,
-    /// The view returned.
-    pub view: View,
-    /// Its conversation.
-    pub conversation_id: String,
-    /// Its turn.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
-    /// The turn's status.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_status: Option<String>,
-    /// Kind.
-    pub kind: String,
-    /// Origin.
-    pub origin: String,
-    /// Turn role.
-    pub turn_role: String,
-    /// Correlation id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub correlation_id: Option<String>,
-    /// Tool name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_name: Option<String>,
-    /// Result status.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// Unix seconds.
-    pub timestamp: f64,
-    /// Local time.
-    pub time: String,
-    /// Characters stored.
-    pub stored_chars: i64,
-    /// UTF-8 bytes stored.
-    pub stored_utf8_bytes: i64,
-    /// `sha256:<hex>` of the stored text.
-    pub result_hash: String,
-    /// Settlement class, once settled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub settlement: Option<String>,
-    /// Whether the conversation shows its card instead of the body.
-    pub folded: bool,
-    /// The structured payload stored with the entry.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
-    /// The reload card (view `card`, folded results).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub card: Option<String>,
-    /// The first 200 characters (view `card`, anything not folded).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub preview: Option<String>,
-    /// The text (view `content`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-}
-
-/// The answer of `open_memory`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OpenResult {
-    /// `ok`, `empty` (no such id here), `invalid_filter` or `unavailable`.
-    pub status: ReadStatus,
-    /// Why, when not `ok`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The memory, when it is a timeline entry.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory: Option<OpenedMemory>,
-    /// The memory, when it is a summary or semantic memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<crate::browse::OpenedSummary>,
-}
+/// The answer of `read_timeline`.
+pub type ReadResult = Reply<TimelinePage>;
 
 enum Mode {
     Range {
@@ -359,26 +193,6 @@ impl Key {
             .total_cmp(&other.ts)
             .then_with(|| self.conversation_id.cmp(&other.conversation_id))
             .then_with(|| self.unit_seq.cmp(&other.unit_seq))
-    }
-}
-
-pub(crate) enum Failure {
-    Invalid(String),
-    Unavailable(String),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        match e {
-            Error::InvalidInput(m) => Failure::Invalid(m),
-            other => Failure::Unavailable(other.to_string()),
-        }
-    }
-}
-
-impl From<rusqlite::Error> for Failure {
-    fn from(e: rusqlite::Error) -> Failure {
-        Failure::Unavailable(Error::from(e).to_string())
     }
 }
 
@@ -416,15 +230,6 @@ pub(crate) fn window_of(
         "date_to is past the last supported date".into(),
     ))?;
     Ok(Some((tz::day_start(from, zone), tz::day_start(end, zone))))
-}
-
-pub(crate) fn zone_of(name: Option<&str>) -> Result<(Tz, String), Failure> {
-    let name = name
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .unwrap_or("UTC");
-    let zone = tz::parse_zone(name).map_err(Failure::Invalid)?;
-    Ok((zone, name.to_string()))
 }
 
 fn parse_mode(req: &ReadRequest, zone: Tz) -> Result<Mode, Failure> {
@@ -506,16 +311,8 @@ impl Timeline {
     /// Read whole turns back by time or around an anchor. Never fails: problems come back as
     /// a status with a message.
     pub fn read_timeline(&self, ns: &Namespace, req: &ReadRequest) -> ReadResult {
-        let zone_name = req.timezone.clone().unwrap_or_else(|| "UTC".into());
-        match self.try_read(ns, req) {
-            Ok(r) => r,
-            Err(Failure::Invalid(m)) => {
-                ReadResult::failed(ReadStatus::InvalidFilter, m, &zone_name)
-            }
-            Err(Failure::Unavailable(m)) => {
-                ReadResult::failed(ReadStatus::Unavailable, m, &zone_name)
-            }
-        }
+        let zone_name = req.timezone.as_deref().unwrap_or("UTC");
+        Reply::or_failed(self.try_read(ns, req), Some(zone_name))
     }
 
     fn try_read(&self, ns: &Namespace, req: &ReadRequest) -> Result<ReadResult, Failure> {
@@ -601,7 +398,7 @@ impl Timeline {
             )?))
         })
         .map_err(Failure::from)?
-        .or_else(|message| Ok(ReadResult::failed(ReadStatus::Empty, message, &zone_name)))
+        .or_else(|message| Ok(Reply::failed(ReadStatus::Empty, message, Some(&zone_name))))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -664,138 +461,19 @@ impl Timeline {
             )),
             _ => None,
         };
-        Ok(ReadResult {
+        Ok(Reply::new(
             status,
             message,
-            timezone: zone_name.to_string(),
-            units,
-            page_tokens,
-            total_units: total,
-            remaining_units: remaining,
-            next_cursor,
-        })
+            Some(zone_name),
+            TimelinePage {
+                units,
+                page_tokens,
+                total_units: total,
+                remaining_units: remaining,
+                next_cursor,
+            },
+        ))
     }
-
-    /// Open one entry by id (`memory_id` is its source id). Never fails: problems come back
-    /// as a status with a message.
-    pub fn open_memory(&self, ns: &Namespace, memory_id: &str, req: &OpenRequest) -> OpenResult {
-        let fail = |status, message: String| OpenResult {
-            status,
-            message: Some(message),
-            memory: None,
-            summary: None,
-        };
-        if let Err(e) = ns.validate().and_then(|_| check_id("memory_id", memory_id)) {
-            return fail(ReadStatus::InvalidFilter, e.to_string());
-        }
-        let (zone, _) = match zone_of(req.timezone.as_deref()) {
-            Ok(z) => z,
-            Err(Failure::Invalid(m) | Failure::Unavailable(m)) => {
-                return fail(ReadStatus::InvalidFilter, m);
-            }
-        };
-        match self.open_summary(ns, memory_id, req, zone) {
-            Ok(Some(summary)) => {
-                return OpenResult {
-                    status: ReadStatus::Ok,
-                    message: None,
-                    memory: None,
-                    summary: Some(summary),
-                };
-            }
-            Ok(None) => {}
-            Err(Failure::Invalid(m)) => return fail(ReadStatus::InvalidFilter, m),
-            Err(Failure::Unavailable(m)) => return fail(ReadStatus::Unavailable, m),
-        }
-        if req.view == View::Sources {
-            return fail(
-                ReadStatus::InvalidFilter,
-                format!(
-                    "{memory_id:?} is not a summary here; view=sources opens the sources of a \
-                     summary (browse_memory lists them), and an entry's text is view=content"
-                ),
-            );
-        }
-        let hk = ns.hard_key();
-        let scope = (!req.cross_conversation).then_some(ns.conversation_id.as_str());
-        let found = self.read(|tx| {
-            let Some(row) = find_row(tx, &hk, memory_id, scope)? else {
-                return Ok(None);
-            };
-            let status = match &row.turn_id {
-                Some(t) => turn_status(tx, &hk, t)?,
-                None => None,
-            };
-            Ok(Some((row, status)))
-        });
-        let (row, turn_status) = match found {
-            Ok(Some(x)) => x,
-            Ok(None) => {
-                return fail(
-                    ReadStatus::Empty,
-                    format!(
-                        "no memory {memory_id:?} in {}; ids of other namespaces are never visible",
-                        if scope.is_some() {
-                            "this conversation (cross_conversation=true widens to the namespace)"
-                        } else {
-                            "this namespace"
-                        }
-                    ),
-                );
-            }
-            Err(e) => return fail(ReadStatus::Unavailable, e.to_string()),
-        };
-        let folded = row.folded();
-        let (card, preview, content) = match req.view {
-            View::Card if folded => (row.card.clone(), None, None),
-            View::Card => (None, Some(preview(&row.text)), None),
-            View::Sources => (None, None, None),
-            View::Content => {
-                let text = match req.detail {
-                    Detail::Full => row.text.clone(),
-                    Detail::Compact => row.visible_text().to_string(),
-                };
-                (None, None, Some(text))
-            }
-        };
-        OpenResult {
-            status: ReadStatus::Ok,
-            message: None,
-            memory: Some(OpenedMemory {
-                memory_id: memory_id.to_string(),
-                view: req.view,
-                conversation_id: row.conversation_id,
-                turn_id: row.turn_id,
-                turn_status,
-                kind: row.kind,
-                origin: row.origin,
-                turn_role: row.turn_role,
-                correlation_id: row.correlation_id,
-                tool_name: row.tool_name,
-                status: row.status,
-                timestamp: row.ts,
-                time: tz::minute_label(row.ts, zone),
-                stored_chars: row.chars,
-                stored_utf8_bytes: row.bytes,
-                result_hash: format!("sha256:{}", row.sha256),
-                settlement: row.settlement,
-                folded,
-                payload: row
-                    .payload
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str(p).ok()),
-                card,
-                preview,
-                content,
-            }),
-            summary: None,
-        }
-    }
-}
-
-/// The first 200 characters of `text` on one line (`coral_base::preview`).
-pub(crate) fn preview(text: &str) -> String {
-    coral_base::preview(text, 200).0
 }
 
 fn range_keys(
@@ -880,6 +558,8 @@ fn anchor_keys(
     ))
 }
 
+/// The unit of `rows` (one unit's entries, in order, at least one) as read back, with its
+/// turn's status looked up.
 pub(crate) fn unit_view(
     tx: &Transaction<'_>,
     hk: &str,
@@ -888,11 +568,22 @@ pub(crate) fn unit_view(
     zone: Tz,
     budget: u64,
 ) -> crate::error::Result<UnitView> {
-    let first = &rows[0];
-    let turn_status = match &first.turn_id {
+    let status = match &rows[0].turn_id {
         Some(t) => turn_status(tx, hk, t)?,
         None => None,
     };
+    Ok(unit_view_of(rows, status, projection, zone, budget))
+}
+
+/// The unit of `rows` as read back, its turn's `status` given (`None`: a standalone entry).
+pub(crate) fn unit_view_of(
+    rows: &[Row],
+    status: Option<TurnStatus>,
+    projection: Projection,
+    zone: Tz,
+    budget: u64,
+) -> UnitView {
+    let first = &rows[0];
     let mut tokens = 0;
     let entries: Vec<EntryView> = rows
         .iter()
@@ -907,8 +598,8 @@ pub(crate) fn unit_view(
                 source_id: r.source_id.clone(),
                 seq_no: r.seq_no,
                 kind: r.kind.clone(),
-                origin: r.origin.clone(),
-                turn_role: r.turn_role.clone(),
+                origin: r.origin.as_str().to_string(),
+                turn_role: r.turn_role.as_str().to_string(),
                 time: tz::minute_label(r.ts, zone),
                 timestamp: r.ts,
                 actor: r.actor.clone(),
@@ -925,10 +616,10 @@ pub(crate) fn unit_view(
         })
         .collect();
     let period = Period::of(first.unit_ts, zone);
-    Ok(UnitView {
+    UnitView {
         conversation_id: first.conversation_id.clone(),
         turn_id: first.turn_id.clone(),
-        turn_status,
+        turn_status: status.map(|s| s.as_str().to_string()),
         date: tz::date_header(first.unit_ts, zone),
         started_at: tz::minute_label(first.unit_ts, zone),
         time_of_day: period,
@@ -936,15 +627,5 @@ pub(crate) fn unit_view(
         tokens,
         over_budget: budget > 0 && tokens > budget,
         entries,
-    })
-}
-
-/// JSON of a read result with `ok` added (true unless invalid or unavailable), for tools.
-pub fn with_ok(value: impl Serialize, status: ReadStatus) -> Value {
-    let mut v = serde_json::to_value(value).unwrap_or(Value::Null);
-    if let Some(map) = v.as_object_mut() {
-        let ok = !matches!(status, ReadStatus::InvalidFilter | ReadStatus::Unavailable);
-        map.insert("ok".into(), Value::Bool(ok));
     }
-    v
 }

@@ -1,5 +1,5 @@
-//! `retrieve_for_turn` (SPEC 11): hybrid retrieval over a namespace's raw entries, episodic
-//! summaries and semantic memories.
+//! `retrieve_for_turn`: hybrid retrieval over a namespace's raw entries, episodic summaries and
+//! semantic memories (`docs/timeline.md`, "Retrieval").
 //!
 //! Hard filters (hard key, conversation, time window, layers, kinds, facets, a summary's
 //! sources, what the context already shows) pick the candidates first. Then two rankings are
@@ -8,30 +8,34 @@
 //! when an embedder is given, vector cosine. Reciprocal-rank fusion (k = 60) merges them. The
 //! best hits are returned raw first, each raw hit with its whole turn.
 //!
-//! Every hard key has an in-memory index that follows the database: entries and summaries are
-//! never rewritten, so each call only reads rows added since the last one (by any process).
-//! Vectors are computed the first time a candidate needs one and kept in the `vectors` table,
-//! tagged with the embedder's model id.
+//! Every hard key has an in-memory index (`index.rs`) that follows the database, reading only
+//! rows added since the last call. Vectors are computed the first time a candidate needs one
+//! and kept in the `vectors` table, tagged with the embedder's model id.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
 
 use chrono_tz::Tz;
-use coral_score::{Bm25Index, Bm25Params, Bm25Query, cosine, keyword_terms, rrf};
-use rusqlite::{Transaction, params};
-use serde::{Deserialize, Serialize};
+use coral_score::{Bm25Params, Bm25Query, cosine, rrf};
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
 
+use crate::entry::Origin;
 use crate::error::Error;
-use crate::layers::{
-    FACETS, LayerSettings, SUMMARY_SELECT, SummaryCard, card_from_sql, floor_of, open_turns,
-    visible_summaries,
-};
+use crate::index::{Doc, Layer, encode};
+use crate::layers::{FACETS, LayerSettings, SummaryCard};
 use crate::namespace::Namespace;
-use crate::read::{Failure, ReadStatus, UnitView, unit_view, zone_of};
-use crate::timeline::{Timeline, Unanswered, unit_rows};
+use crate::raw_window::{floor_of, open_turns};
+use crate::read::{Projection, UnitView, unit_view_of};
+use crate::reply::{Failure, ReadStatus, Reply, zone_of};
+use crate::retrieve_filter::{TimeHint, kind_matches, parse_window, sources_of};
+use crate::rows::{Unanswered, turn_status, unit_rows};
+use crate::settle::estimate_tokens;
+use crate::summaries::{SUMMARY_SELECT, card_from_sql, visible_summaries};
+use crate::timeline::Timeline;
+use crate::turn::TurnStatus;
 use crate::tz::{self, Period};
 
-/// Reciprocal-rank constant (SPEC 11).
+/// Reciprocal-rank constant (`docs/timeline.md`, "Retrieval": MemCore's k = 60).
 pub const RRF_K: f64 = 60.0;
 /// Weight of entity anchors in the BM25 query.
 pub const ANCHOR_WEIGHT: f64 = 3.0;
@@ -41,9 +45,6 @@ pub const DEFAULT_LIMIT: usize = 6;
 pub const MAX_LIMIT: usize = 50;
 /// Characters of a query (with its anchors and topics) accepted.
 const MAX_QUERY_CHARS: usize = 4_096;
-/// Characters of an entry's text that are indexed and embedded.
-const INDEXED_CHARS: i64 = 32_768;
-const EMBEDDED_CHARS: usize = 2_000;
 /// Texts one call embeds at most (about 1.3 s with the int8 MiniLM on 2 cores).
 pub const MAX_EMBED_PER_CALL: usize = 1_024;
 
@@ -53,26 +54,6 @@ pub trait TextEmbedder: Send + Sync {
     fn model_id(&self) -> String;
     /// One vector per text, all of one dimension.
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
-}
-
-/// A time window for retrieval. Give `start_at`/`end_at` (local wall times in the request's
-/// zone, or RFC 3339), or `start_ts`/`end_ts` (Unix seconds), or `date_label` (a day) with an
-/// optional `time_of_day` (midnight/morning/afternoon/night or 凌晨/上午/下午/晚上).
-/// `time_of_day` alone keeps that part of any day.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TimeHint {
-    /// Inclusive start.
-    pub start_at: Option<String>,
-    /// Exclusive end.
-    pub end_at: Option<String>,
-    /// `YYYY-MM-DD`.
-    pub date_label: Option<String>,
-    /// A part of the day.
-    pub time_of_day: Option<String>,
-    /// Inclusive start, Unix seconds.
-    pub start_ts: Option<f64>,
-    /// Exclusive end, Unix seconds.
-    pub end_ts: Option<f64>,
 }
 
 /// A `retrieve_for_turn` request.
@@ -164,16 +145,9 @@ pub struct RetrieveHit {
     pub also_matched: Vec<String>,
 }
 
-/// A `retrieve_for_turn` answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RetrieveResult {
-    /// `ok`, `empty`, `invalid_filter` or `unavailable`.
-    pub status: ReadStatus,
-    /// Why, when not `ok`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// Zone of the labels.
-    pub timezone: String,
+/// What `retrieve_for_turn` found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Retrieved {
     /// The BM25 query terms with their weights.
     pub query_terms: Vec<(String, f64)>,
     /// The embedder's model id, or none (words only).
@@ -191,329 +165,8 @@ pub struct RetrieveResult {
     pub hits: Vec<RetrieveHit>,
 }
 
-impl RetrieveResult {
-    fn failed(status: ReadStatus, message: String, timezone: &str) -> RetrieveResult {
-        RetrieveResult {
-            status,
-            message: Some(message),
-            timezone: timezone.to_string(),
-            query_terms: Vec::new(),
-            dense_model: None,
-            candidates: 0,
-            excluded_visible: 0,
-            tokens: 0,
-            warnings: Vec::new(),
-            hits: Vec::new(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layer {
-    Raw,
-    Episodic,
-    Semantic,
-}
-
-impl Layer {
-    fn name(self) -> &'static str {
-        match self {
-            Layer::Raw => "raw",
-            Layer::Episodic => "summary",
-            Layer::Semantic => "semantic_summary",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Layer, String> {
-        match s {
-            "raw" => Ok(Layer::Raw),
-            "summary" | "episodic" => Ok(Layer::Episodic),
-            "semantic_summary" | "semantic" => Ok(Layer::Semantic),
-            other => Err(format!(
-                "source layer {other:?} is not raw, summary or semantic_summary"
-            )),
-        }
-    }
-}
-
-/// What the index keeps of an entry or a summary.
-#[derive(Clone, Debug)]
-struct Doc {
-    layer: Layer,
-    id: String,
-    conversation_id: String,
-    kind: String,
-    /// Raw: its time; summaries: the period.
-    start: f64,
-    end: f64,
-    unit_seq: i64,
-    facet: Option<String>,
-    /// Raw: `user`, `assistant` or `environment`.
-    origin: String,
-    /// What is embedded.
-    embed_text: String,
-}
-
-/// The index of one hard key.
-#[derive(Default)]
-struct HardKeyIndex {
-    docs: Vec<Doc>,
-    by_id: HashMap<String, u32>,
-    bm25: Bm25Index,
-    last_entry_pk: i64,
-    last_summary_pk: i64,
-    /// Model id whose stored vectors are loaded.
-    model: Option<String>,
-    vectors: HashMap<u32, Vec<f32>>,
-}
-
-/// Hard keys whose indexes stay in memory; beyond it the least recently used one not in use
-/// is dropped (and rebuilt from the file if that user comes back).
-pub(crate) const CACHED_HARD_KEYS: usize = 64;
-
-/// One hard key's index, locked on its own.
-type SharedIndex = Arc<Mutex<HardKeyIndex>>;
-
-/// The per-hard-key indexes of a [`Timeline`].
-#[derive(Default)]
-pub(crate) struct RetrievalCache {
-    /// One lock per hard key, so one user's slow first call (embedding a long history) does
-    /// not hold up the others; with the call counter value of its last use.
-    indexes: Mutex<HashMap<String, (SharedIndex, u64)>>,
-    uses: std::sync::atomic::AtomicU64,
-}
-
-impl RetrievalCache {
-    /// The index of `hk`, created on first use; evicts the least recently used idle index when
-    /// more than [`CACHED_HARD_KEYS`] are held.
-    fn slot(&self, hk: &str) -> SharedIndex {
-        let tick = self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut indexes = self.indexes.lock().unwrap_or_else(|e| e.into_inner());
-        if !indexes.contains_key(hk) && indexes.len() >= CACHED_HARD_KEYS {
-            let idle = indexes
-                .iter()
-                .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = idle {
-                indexes.remove(&k);
-            }
-        }
-        let entry = indexes.entry(hk.to_string()).or_default();
-        entry.1 = tick;
-        Arc::clone(&entry.0)
-    }
-
-    /// Hard keys with an index in memory (tests).
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.indexes.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-}
-
-impl HardKeyIndex {
-    fn push(&mut self, doc: Doc, terms: Vec<String>) {
-        let n = self.docs.len() as u32;
-        self.by_id.insert(doc.id.clone(), n);
-        self.bm25.insert(n, terms);
-        self.docs.push(doc);
-    }
-
-    /// Read the rows added since the last call.
-    fn refresh(&mut self, tx: &Transaction<'_>, hk: &str) -> crate::Result<()> {
-        let mut stmt = tx.prepare_cached(
-            "SELECT entry_pk, conversation_id, source_id, kind, unit_seq, ts, tool_name, \
-             substr(text, 1, ?3), origin FROM entries WHERE hard_key = ?1 AND entry_pk > ?2 \
-             ORDER BY entry_pk",
-        )?;
-        let mut rows = stmt.query(params![hk, self.last_entry_pk, INDEXED_CHARS])?;
-        while let Some(r) = rows.next()? {
-            let pk: i64 = r.get(0)?;
-            let tool: Option<String> = r.get(6)?;
-            let text: String = r.get(7)?;
-            let mut terms = keyword_terms(&text);
-            if let Some(tool) = &tool {
-                terms.extend(keyword_terms(tool));
-            }
-            let ts: f64 = r.get(5)?;
-            self.push(
-                Doc {
-                    layer: Layer::Raw,
-                    id: r.get(2)?,
-                    conversation_id: r.get(1)?,
-                    kind: r.get(3)?,
-                    start: ts,
-                    end: ts,
-                    unit_seq: r.get(4)?,
-                    facet: None,
-                    origin: r.get(8)?,
-                    embed_text: text.chars().take(EMBEDDED_CHARS).collect(),
-                },
-                terms,
-            );
-            self.last_entry_pk = pk;
-        }
-        let mut stmt = tx.prepare_cached(
-            "SELECT summary_pk, conversation_id, summary_id, layer, title, hint, body, facet, \
-             entity_anchors, topic_terms, period_start, period_end FROM summaries \
-             WHERE hard_key = ?1 AND summary_pk > ?2 ORDER BY summary_pk",
-        )?;
-        let mut rows = stmt.query(params![hk, self.last_summary_pk])?;
-        while let Some(r) = rows.next()? {
-            let pk: i64 = r.get(0)?;
-            let layer: String = r.get(3)?;
-            let (title, hint, body): (String, String, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
-            let anchors: Vec<String> =
-                serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default();
-            let topics: Vec<String> =
-                serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default();
-            let mut terms = keyword_terms(&title);
-            terms.extend(keyword_terms(&body));
-            terms.extend(keyword_terms(&hint));
-            for t in anchors.iter().chain(&topics) {
-                terms.extend(keyword_terms(t));
-            }
-            let semantic = layer == "semantic";
-            self.push(
-                Doc {
-                    layer: if semantic {
-                        Layer::Semantic
-                    } else {
-                        Layer::Episodic
-                    },
-                    id: r.get(2)?,
-                    conversation_id: r.get(1)?,
-                    kind: if semantic {
-                        "memory.semantic".into()
-                    } else {
-                        "memory.episodic".into()
-                    },
-                    start: r.get(10)?,
-                    end: r.get(11)?,
-                    unit_seq: -1,
-                    facet: r.get(7)?,
-                    origin: String::new(),
-                    embed_text: format!("{title}\n{body}")
-                        .chars()
-                        .take(EMBEDDED_CHARS)
-                        .collect(),
-                },
-                terms,
-            );
-            self.last_summary_pk = pk;
-        }
-        Ok(())
-    }
-
-    /// Load the stored vectors of `model` (once per model).
-    fn load_vectors(&mut self, tx: &Transaction<'_>, hk: &str, model: &str) -> crate::Result<()> {
-        if self.model.as_deref() == Some(model) {
-            return Ok(());
-        }
-        self.vectors.clear();
-        let mut stmt = tx.prepare_cached(
-            "SELECT item_id, vector FROM vectors WHERE hard_key = ?1 AND model = ?2",
-        )?;
-        let mut rows = stmt.query(params![hk, model])?;
-        while let Some(r) = rows.next()? {
-            let id: String = r.get(0)?;
-            let blob: Vec<u8> = r.get(1)?;
-            if let Some(&doc) = self.by_id.get(&id) {
-                self.vectors.insert(doc, decode(&blob));
-            }
-        }
-        self.model = Some(model.to_string());
-        Ok(())
-    }
-}
-
-fn encode(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn decode(blob: &[u8]) -> Vec<f32> {
-    blob.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-/// A parsed time window: `[start, end)` plus an optional part of the day.
-struct Window {
-    start: f64,
-    end: f64,
-    period: Option<Period>,
-}
-
-impl Window {
-    fn admits(&self, doc: &Doc, zone: Tz) -> bool {
-        let overlaps = doc.start < self.end && doc.end >= self.start;
-        if !overlaps {
-            return false;
-        }
-        match self.period {
-            // A summary spans periods; a raw entry has one.
-            Some(p) if doc.layer == Layer::Raw => Period::of(doc.start, zone) == p,
-            _ => true,
-        }
-    }
-}
-
-fn parse_window(hint: &TimeHint, zone: Tz) -> Result<Option<Window>, String> {
-    let period = match hint.time_of_day.as_deref().map(str::trim) {
-        Some("") | None => None,
-        Some(p) => Some(Period::parse(p)?),
-    };
-    let strings = hint.start_at.is_some() || hint.end_at.is_some();
-    let numbers = hint.start_ts.is_some() || hint.end_ts.is_some();
-    let day = hint.date_label.is_some();
-    if [strings, numbers, day].iter().filter(|x| **x).count() > 1 {
-        return Err("time_hint takes one of start_at/end_at, start_ts/end_ts or date_label".into());
-    }
-    let (start, end) = if strings {
-        let start = match &hint.start_at {
-            Some(s) => tz::parse_instant(s, zone)?,
-            None => f64::MIN,
-        };
-        let end = match &hint.end_at {
-            Some(s) => tz::parse_instant(s, zone)?,
-            None => f64::MAX,
-        };
-        (start, end)
-    } else if numbers {
-        for v in [hint.start_ts, hint.end_ts].into_iter().flatten() {
-            if !v.is_finite() {
-                return Err("time_hint start_ts and end_ts must be finite numbers".into());
-            }
-        }
-        (
-            hint.start_ts.unwrap_or(f64::MIN),
-            hint.end_ts.unwrap_or(f64::MAX),
-        )
-    } else if let Some(label) = &hint.date_label {
-        let date = tz::parse_date(label)?;
-        let next = date
-            .succ_opt()
-            .ok_or("date_label is past the last supported date")?;
-        // The whole day; a part of the day filters raw entries by their local hour.
-        (tz::day_start(date, zone), tz::day_start(next, zone))
-    } else if period.is_some() {
-        (f64::MIN, f64::MAX)
-    } else {
-        return Ok(None);
-    };
-    if end <= start {
-        return Err("time_hint ends before it starts".into());
-    }
-    Ok(Some(Window { start, end, period }))
-}
-
-/// `tool.*` style patterns: exact, or a prefix ending in `*`.
-fn kind_matches(patterns: &[String], kind: &str) -> bool {
-    patterns.iter().any(|p| match p.strip_suffix('*') {
-        Some(prefix) => kind.starts_with(prefix),
-        None => kind == p,
-    })
-}
+/// A `retrieve_for_turn` answer: `ok`, `empty`, `invalid_filter` or `unavailable`.
+pub type RetrieveResult = Reply<Retrieved>;
 
 impl Timeline {
     /// Hybrid retrieval for the current turn. Never fails: problems come back as a status with
@@ -524,16 +177,8 @@ impl Timeline {
         req: &RetrieveRequest,
         embedder: Option<&dyn TextEmbedder>,
     ) -> RetrieveResult {
-        let zone_name = req.timezone.clone().unwrap_or_else(|| "UTC".into());
-        match self.try_retrieve(ns, req, embedder) {
-            Ok(r) => r,
-            Err(Failure::Invalid(m)) => {
-                RetrieveResult::failed(ReadStatus::InvalidFilter, m, &zone_name)
-            }
-            Err(Failure::Unavailable(m)) => {
-                RetrieveResult::failed(ReadStatus::Unavailable, m, &zone_name)
-            }
-        }
+        let zone_name = req.timezone.as_deref().unwrap_or("UTC");
+        Reply::or_failed(self.try_retrieve(ns, req, embedder), Some(zone_name))
     }
 
     fn try_retrieve(
@@ -603,20 +248,23 @@ impl Timeline {
                 )));
             }
         }
-        let mut origins: Vec<&str> = Vec::new();
+        // Raw entries whose origin is one of these; `third_party` names no stored origin, so
+        // a filter of it alone keeps nothing.
+        let mut origins: Vec<Origin> = Vec::new();
         for role in &req.about_roles {
-            origins.push(match role.as_str() {
-                "user" => "user",
-                "assistant" => "assistant",
-                "external" => "environment",
-                "third_party" => "third_party",
+            match role.as_str() {
+                "user" => origins.push(Origin::User),
+                "assistant" => origins.push(Origin::Assistant),
+                "external" => origins.push(Origin::Environment),
+                "third_party" => {}
                 other => {
                     return Err(invalid(format!(
                         "about role {other:?} is not user, assistant, third_party or external"
                     )));
                 }
-            });
+            }
         }
+        let by_origin = !req.about_roles.is_empty();
         let window = match &req.time_hint {
             Some(h) => parse_window(h, zone).map_err(invalid)?,
             None => None,
@@ -668,13 +316,13 @@ impl Timeline {
         })?;
         let within = match within {
             Some(None) => {
-                return Ok(RetrieveResult::failed(
+                return Ok(Reply::failed(
                     ReadStatus::Empty,
                     format!(
                         "no summary {:?} in this namespace",
                         req.within_memory_id.as_deref().unwrap_or_default()
                     ),
-                    &zone_name,
+                    Some(&zone_name),
                 ));
             }
             Some(Some(set)) => Some(set),
@@ -698,8 +346,8 @@ impl Timeline {
                 continue;
             }
             if doc.layer == Layer::Raw
-                && !origins.is_empty()
-                && !origins.contains(&doc.origin.as_str())
+                && by_origin
+                && !doc.origin.is_some_and(|o| origins.contains(&o))
             {
                 continue;
             }
@@ -880,7 +528,7 @@ impl Timeline {
                 let cost = hit
                     .turn
                     .as_ref()
-                    .map_or_else(|| crate::settle::estimate_tokens(&hit.text), |t| t.tokens);
+                    .map_or_else(|| estimate_tokens(&hit.text), |t| t.tokens);
                 if req.token_budget > 0 && !hits.is_empty() && tokens + cost > req.token_budget {
                     break;
                 }
@@ -895,20 +543,19 @@ impl Timeline {
             }
             Ok(())
         })?;
-        Ok(RetrieveResult {
-            status: if hits.is_empty() {
-                ReadStatus::Empty
+        let status = if hits.is_empty() {
+            ReadStatus::Empty
+        } else {
+            ReadStatus::Ok
+        };
+        let message = hits.is_empty().then(|| {
+            if candidates.is_empty() {
+                "nothing passes the filters (excluded what the context already shows)".into()
             } else {
-                ReadStatus::Ok
-            },
-            message: hits.is_empty().then(|| {
-                if candidates.is_empty() {
-                    "nothing passes the filters (excluded what the context already shows)".into()
-                } else {
-                    "no candidate matches the query".into()
-                }
-            }),
-            timezone: zone_name,
+                "no candidate matches the query".into()
+            }
+        });
+        let found = Retrieved {
             query_terms: query.terms().to_vec(),
             dense_model: model,
             candidates: candidates.len(),
@@ -916,53 +563,9 @@ impl Timeline {
             tokens,
             warnings,
             hits,
-        })
+        };
+        Ok(Reply::new(status, message, Some(&zone_name), found))
     }
-}
-
-/// The sources a `within_memory_id` admits.
-enum Within {
-    /// Units of a conversation.
-    Units(String, HashSet<i64>),
-    /// Summaries by id.
-    Summaries(HashSet<String>),
-}
-
-impl Within {
-    fn admits(&self, doc: &Doc) -> bool {
-        match self {
-            Within::Units(conv, units) => {
-                doc.layer == Layer::Raw
-                    && &doc.conversation_id == conv
-                    && units.contains(&doc.unit_seq)
-            }
-            Within::Summaries(ids) => doc.layer != Layer::Raw && ids.contains(&doc.id),
-        }
-    }
-}
-
-fn sources_of(tx: &Transaction<'_>, hk: &str, summary_id: &str) -> crate::Result<Option<Within>> {
-    let found: Option<(String, String)> = rusqlite::OptionalExtension::optional(
-        tx.prepare_cached(
-            "SELECT conversation_id, layer FROM summaries WHERE hard_key = ?1 AND summary_id = ?2",
-        )?
-        .query_row(params![hk, summary_id], |r| Ok((r.get(0)?, r.get(1)?))),
-    )?;
-    let Some((conv, layer)) = found else {
-        return Ok(None);
-    };
-    let mut stmt = tx.prepare_cached(
-        "SELECT unit_seq, source_summary_id FROM summary_sources WHERE hard_key = ?1 \
-         AND summary_id = ?2",
-    )?;
-    let rows: Vec<(Option<i64>, Option<String>)> = stmt
-        .query_map(params![hk, summary_id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(Some(if layer == "semantic" {
-        Within::Summaries(rows.into_iter().filter_map(|r| r.1).collect())
-    } else {
-        Within::Units(conv, rows.into_iter().filter_map(|r| r.0).collect())
-    }))
 }
 
 fn blank_hit(d: &Doc, zone: Tz) -> RetrieveHit {
@@ -989,6 +592,8 @@ fn blank_hit(d: &Doc, zone: Tz) -> RetrieveHit {
     }
 }
 
+/// A raw hit with its whole unit as the conversation shows it; `None` when the entry is gone or
+/// the conversation leaves it out (an unanswered call of an aborted turn).
 fn raw_hit(
     tx: &Transaction<'_>,
     hk: &str,
@@ -999,18 +604,15 @@ fn raw_hit(
     let Some(row) = rows.iter().find(|r| r.source_id == d.id) else {
         return Ok(None);
     };
-    let turn = unit_view(
-        tx,
-        hk,
-        &rows,
-        crate::read::Projection::Conversation,
-        zone,
-        0,
-    )?;
+    let status = match &rows[0].turn_id {
+        Some(t) => turn_status(tx, hk, t)?,
+        None => None,
+    };
     // What the conversation leaves out is not a hit either.
-    if Unanswered::of(&rows, turn.turn_status.as_deref() == Some("aborted")).hides(row) {
+    if Unanswered::of(&rows, status == Some(TurnStatus::Aborted)).hides(row) {
         return Ok(None);
     }
+    let turn = unit_view_of(&rows, status, Projection::Conversation, zone, 0);
     let mut hit = blank_hit(d, zone);
     hit.text = row.visible_text().to_string();
     hit.turn = Some(turn);
@@ -1023,12 +625,12 @@ fn summary_hit(
     d: &Doc,
     zone: Tz,
 ) -> crate::Result<Option<RetrieveHit>> {
-    let card = rusqlite::OptionalExtension::optional(
-        tx.prepare_cached(&format!(
+    let card = tx
+        .prepare_cached(&format!(
             "{SUMMARY_SELECT} WHERE s.hard_key = ?1 AND s.summary_id = ?2"
         ))?
-        .query_row(params![hk, d.id], card_from_sql),
-    )?;
+        .query_row(params![hk, d.id], card_from_sql)
+        .optional()?;
     let Some(card) = card else { return Ok(None) };
     let mut hit = blank_hit(d, zone);
     hit.text = format!("{}\n{}", card.title, card.body);
@@ -1036,26 +638,4 @@ fn summary_hit(
     hit.period_end_at = Some(tz::minute_label(card.period_end, zone));
     hit.summary = Some(card);
     Ok(Some(hit))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cache_keeps_a_bounded_number_of_users() {
-        let cache = RetrievalCache::default();
-        let held = cache.slot("in-use");
-        for i in 0..(CACHED_HARD_KEYS * 2) {
-            cache.slot(&format!("user-{i}"));
-            cache.slot("hot");
-        }
-        assert_eq!(cache.len(), CACHED_HARD_KEYS);
-        // The index in use and the one used all the time stayed.
-        let indexes = cache.indexes.lock().unwrap();
-        assert!(indexes.contains_key("in-use") && indexes.contains_key("hot"));
-        assert!(!indexes.contains_key("user-0"));
-        drop(indexes);
-        drop(held);
-    }
 }

@@ -1,7 +1,7 @@
 //! Terminal settlement: which tool results fold into reload cards once their turn is over, and
 //! the exact card text.
 //!
-//! The rule (SPEC 11): under [`Policy::CompactAfterTerminal`], a result body of at least
+//! The rule (`docs/timeline.md`, "Settlement"): under [`Policy::CompactAfterTerminal`], a result body of at least
 //! [`MIN_SETTLE_BYTES`] UTF-8 bytes whose card takes at most half of its bytes is shown as the
 //! card in every later model-visible history; anything else stays inline. An empty body is
 //! its own class. The body itself is never changed or deleted.
@@ -9,7 +9,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::error::{Result, invalid};
+use crate::error::{Result, invalid, unknown_value};
 
 /// Bodies shorter than this stay inline.
 pub const MIN_SETTLE_BYTES: usize = 256;
@@ -70,12 +70,28 @@ impl Classification {
         }
     }
 
+    /// The class of a stored name; `None` for any other.
     pub(crate) fn parse(s: &str) -> Option<Classification> {
         match s {
             "explicit_empty" => Some(Classification::ExplicitEmpty),
             "inline_full" => Some(Classification::InlineFull),
             "compact_reloadable" => Some(Classification::CompactReloadable),
             _ => None,
+        }
+    }
+
+    /// The class stored in column `i` of the result `source_id` (NULL: not settled); an
+    /// unknown name is an [`UnknownValue`](crate::error::UnknownValue) naming the result.
+    pub(crate) fn column(
+        r: &rusqlite::Row<'_>,
+        i: usize,
+        source_id: &str,
+    ) -> rusqlite::Result<Option<Classification>> {
+        match r.get_ref(i)?.as_str_or_null()? {
+            None => Ok(None),
+            Some(stored) => Classification::parse(stored)
+                .map(Some)
+                .ok_or_else(|| unknown_value(i, format!("settlement of {source_id:?}"), stored)),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The `-wal` file read frame by frame, to find damage SQLite would skip without a word.
+//! The `-wal` file: its path, and its frames read one by one to find damage SQLite would skip
+//! without a word.
 //!
 //! SQLite replays a write-ahead log up to the first frame whose salts or cumulative checksum
 //! do not match, and takes that frame for the torn end of an interrupted write: a few garbled
@@ -15,6 +16,15 @@
 //! first 24 bytes), then frames of a 24-byte header (page number, commit size in pages or 0,
 //! the two salts, the cumulative checksum) and one page. Fields are big-endian; the checksum
 //! adds 32-bit words in the byte order the magic names.
+
+use std::path::{Path, PathBuf};
+
+/// The write-ahead log of `path`.
+pub(crate) fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
 
 /// The magic numbers: the low bit says the checksum words are big-endian.
 const MAGIC_LE: u32 = 0x377f_0682;

@@ -281,12 +281,12 @@ fn open_memory_gives_the_exact_body_behind_a_golden_card() {
         },
     );
     assert_eq!(opened.status, ReadStatus::Ok);
-    let m = opened.memory.unwrap();
+    let m = opened.payload.memory.unwrap();
     assert_eq!(m.content.as_deref(), Some(body.as_str()));
     assert_eq!(m.result_hash, format!("sha256:{}", sha256_hex(&body)));
     assert!(m.folded);
     let card = t.open_memory(&ns, "obs-1", &OpenRequest::default());
-    let card = card.memory.unwrap().card.unwrap();
+    let card = card.payload.memory.unwrap().card.unwrap();
     assert!(
         card.ends_with(r#"reload: open_memory(memory_id="obs-1", view="content", detail="full")"#)
     );

@@ -250,7 +250,7 @@ fn compaction_summarises_whole_old_turns_and_keeps_the_newest_raw() {
         },
     );
     assert_eq!(opened.status, ReadStatus::Ok, "{opened:?}");
-    let sources = opened.summary.unwrap().sources.unwrap();
+    let sources = opened.payload.summary.unwrap().sources.unwrap();
     assert_eq!(sources.units.len(), report.summarised_units);
     for unit in &sources.units {
         let calls = unit
@@ -318,7 +318,7 @@ fn ten_summaries_roll_five_up_into_semantic_memories() {
     assert_eq!(report.rolled_up, 5);
     assert_eq!(report.status.episodic_pending, 5);
     let memory = &report.semantic[0];
-    assert_eq!(memory.layer, "semantic");
+    assert_eq!(memory.layer, coral_timeline::SummaryLayer::Semantic);
     assert_eq!(memory.facet.as_deref(), Some("preference"));
     assert_eq!(memory.source_count, 5);
     // Its sources are the five rolled-up summaries, in order, paged two at a time.
@@ -333,6 +333,7 @@ fn ten_summaries_roll_five_up_into_semantic_memories() {
                 ..OpenRequest::default()
             },
         )
+        .payload
         .summary
         .unwrap()
         .sources
@@ -829,6 +830,7 @@ fn a_roll_up_reinforces_a_kept_memory_about_the_same_thing() {
                 ..OpenRequest::default()
             },
         )
+        .payload
         .summary
         .unwrap()
         .sources
@@ -839,7 +841,13 @@ fn a_roll_up_reinforces_a_kept_memory_about_the_same_thing() {
     assert!(text.contains("小王改成晚上健身") && !text.contains("小王早上健身"));
     let opened = t.open_memory(&ns, &old.memory_id, &OpenRequest::default());
     assert_eq!(
-        opened.summary.unwrap().summary.superseded_by.as_deref(),
+        opened
+            .payload
+            .summary
+            .unwrap()
+            .summary
+            .superseded_by
+            .as_deref(),
         Some(new.memory_id.as_str())
     );
     let catalogue = t.browse_memory(

@@ -222,7 +222,7 @@ fn check_all(text: &str) {
 
     // Previews are one line; a summary's rendered card is quoted like the context.
     let opened = t.open_memory(&ns, "res-0-0", &OpenRequest::default());
-    let preview = opened.memory.unwrap().preview.unwrap();
+    let preview = opened.payload.memory.unwrap().preview.unwrap();
     assert!(
         !preview
             .chars()
@@ -239,6 +239,7 @@ fn check_all(text: &str) {
                     ..OpenRequest::default()
                 },
             )
+            .payload
             .summary
             .unwrap();
         check_quoted("rendered card", summary.rendered.as_deref().unwrap(), &ids);

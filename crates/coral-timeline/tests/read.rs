@@ -139,7 +139,7 @@ fn dates_and_periods_with_chinese_aliases() {
         },
     );
     assert!(texts(&utc_morning).contains(&"day0 h14".to_string()));
-    assert_eq!(utc_morning.timezone, "UTC");
+    assert_eq!(utc_morning.timezone.as_deref(), Some("UTC"));
 }
 
 #[test]
@@ -293,7 +293,7 @@ fn pages_hold_whole_turns_and_cursors_are_lossless() {
                 assert!(page.page_tokens <= budget, "budget {budget}");
             }
             seen.extend(page.units.iter().cloned());
-            match page.next_cursor {
+            match page.next_cursor.clone() {
                 Some(c) => {
                     assert_eq!(page.status, ReadStatus::Partial);
                     assert_eq!(page.remaining_units, whole.total_units - seen.len());
@@ -415,7 +415,7 @@ fn bad_filters_and_tampered_cursors_are_invalid_filter() {
     for (req, needle) in cases {
         let r = t.read_timeline(&ns, &req);
         assert_eq!(r.status, ReadStatus::InvalidFilter, "{req:?}");
-        let m = r.message.unwrap();
+        let m = r.message.as_deref().unwrap();
         assert!(m.contains(needle), "{m:?} should say {needle:?}");
         assert!(r.units.is_empty());
     }
@@ -424,7 +424,7 @@ fn bad_filters_and_tampered_cursors_are_invalid_filter() {
         page_token_budget: 1,
         ..date("2026-04-10")
     };
-    let cursor = t.read_timeline(&ns, &paged).next_cursor.unwrap();
+    let cursor = t.read_timeline(&ns, &paged).payload.next_cursor.unwrap();
     let (body, tag) = cursor.split_once('.').unwrap();
     let mut forged = body.as_bytes().to_vec();
     forged[3] ^= 1;
@@ -500,6 +500,7 @@ fn projections_and_open_memory_views() {
                 ..OpenRequest::default()
             },
         )
+        .payload
         .memory
         .unwrap()
     };
@@ -519,7 +520,10 @@ fn projections_and_open_memory_views() {
         &conv.units[0].entries[0].source_id,
         &OpenRequest::default(),
     );
-    assert_eq!(q.memory.unwrap().preview.as_deref(), Some("看一下日志"));
+    assert_eq!(
+        q.payload.memory.unwrap().preview.as_deref(),
+        Some("看一下日志")
+    );
     let missing = t.open_memory(&ns, "nope", &OpenRequest::default());
     assert_eq!(missing.status, ReadStatus::Empty);
     assert!(missing.message.unwrap().contains("nope"));

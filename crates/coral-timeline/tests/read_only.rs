@@ -66,7 +66,7 @@ fn a_read_only_timeline_reads_and_refuses_writes() {
         },
     );
     assert_eq!(opened.status, ReadStatus::Ok);
-    assert_eq!(opened.memory.unwrap().content.unwrap(), "早上好");
+    assert_eq!(opened.payload.memory.unwrap().content.unwrap(), "早上好");
     assert!(
         t.context(&ns(), &ContextRequest::default())
             .unwrap()

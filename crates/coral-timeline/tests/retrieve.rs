@@ -330,6 +330,7 @@ fn raw_hits_come_first_with_their_whole_turn_and_visible_ones_are_left_out() {
         },
     );
     let source_turns: std::collections::HashSet<_> = sources
+        .payload
         .summary
         .unwrap()
         .sources
@@ -702,7 +703,7 @@ fn browse_pages_neither_repeat_nor_skip_when_summaries_arrive_between_pages() {
     while let Some(c) = cursor {
         let next = page(Some(c));
         seen.extend(next.cards.iter().map(|c| c.memory_id.clone()));
-        cursor = next.next_cursor;
+        cursor = next.payload.next_cursor;
     }
     let all = t.browse_memory(&ns, &BrowseRequest::default());
     let ids: Vec<String> = all.cards.iter().map(|c| c.memory_id.clone()).collect();

@@ -141,7 +141,7 @@ fn fifty_turns_save_most_tokens_and_every_card_reopens_exactly() {
             },
         );
         assert_eq!(opened.status, ReadStatus::Ok);
-        let memory = opened.memory.unwrap();
+        let memory = opened.payload.memory.unwrap();
         let content = memory.content.unwrap();
         assert_eq!(&content, &s.bodies[&source_id]);
         assert_eq!(sha256_hex(&content), hash);

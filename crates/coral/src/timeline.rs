@@ -71,15 +71,15 @@ impl SummaryLlm for LlmSummaries {
 }
 
 pub use coral_timeline::{
-    BeginTurn, BrowseCard, BrowseRequest, BrowseResult, Classification, Closed, CompactReport,
-    CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
+    BeginTurn, BrowseCard, BrowsePage, BrowseRequest, BrowseResult, Classification, Closed,
+    CompactReport, CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
     Error as TimelineError, ExchangeRefs, History, HistoryFormat, HistoryTokens, KeywordMatch,
-    LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, OpenedMemory,
+    LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, Opened, OpenedMemory,
     OpenedSummary, Origin, Period, Policy, Problem as TimelineProblem, Projection, ReadRequest,
-    ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, RetrieveHit, RetrieveRequest,
-    RetrieveResult, SettledResult, SettlementReport, SummaryCard, SummaryLlm, TextEmbedder,
-    TimeHint, TimeRange, ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View,
-    parse_zone,
+    ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, Reply, RetrieveHit,
+    RetrieveRequest, RetrieveResult, Retrieved, SettledResult, SettlementReport, SummaryCard,
+    SummaryLayer, SummaryLlm, TextEmbedder, TimeHint, TimeRange, TimelinePage, ToolExchange,
+    TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View, parse_zone,
 };
 /// The timeline crate's items the interface crate's tools use under their own names.
 pub use coral_timeline::{DEFAULT_ID, Error, Timeline, tool_segment, with_ok};
