@@ -164,7 +164,13 @@ fn ci() -> Result<()> {
 }
 
 fn fixtures() -> Result<()> {
-    for name in ["coral_test_vectors.json", "memcore_test_vectors.json"] {
+    for name in [
+        "coral_test_vectors.json",
+        "memcore_test_vectors.json",
+        "coral_thread_done.json",
+        "coral_default_config.json",
+        "coral_mcp_transcript.json",
+    ] {
         let src = root().join("../shared/upstream-data").join(name);
         let dst = root().join("fixtures/compat").join(name);
         std::fs::copy(&src, &dst).with_context(|| format!("copying {}", src.display()))?;
