@@ -540,8 +540,10 @@ fn concurrent_clients_reach_a_consistent_state() {
     assert_eq!(stats["result"]["stats"]["total"], 200);
 }
 
-/// The DSH plugin, evaluated by Node.js with a stand-in `harness`, registers every tool and its
-/// `execute` reaches the real sidecar.
+/// The DSH plugin, run by Node.js as a function body (as a `cordis_define` flow runs it) with a
+/// stand-in `harness`, returns `(ctx) => {...}`, which registers every tool in the original's
+/// shape (its parameter notation, `output: {schema, render}`); `execute` reaches the real
+/// sidecar.
 #[test]
 fn the_harness_plugin_registers_every_tool_and_calls_the_sidecar() {
     let s = Sidecar::start(&["--token", TOKEN]);
@@ -561,6 +563,10 @@ fn the_harness_plugin_registers_every_tool_and_calls_the_sidecar() {
         js.starts_with("// Coral Memory by Mr. Code Muggle (@Ne)"),
         "{js}"
     );
+    assert!(
+        js.contains("// coral-memory (author: @Ne) —— 二次开发请保留此注释"),
+        "the original's credit line stays: {js}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let plugin = dir.path().join("coral_plugin.js");
     std::fs::write(&plugin, &js).unwrap();
@@ -574,14 +580,17 @@ globalThis.harness = {
   defineTool: (def) => def,
   registerTool: (ctx, def) => { if (ctx.marker !== 7) throw new Error("ctx not passed"); registered.push(def); },
 };
-const plugin = eval(fs.readFileSync(process.argv[2], "utf8"));
+const plugin = new Function("harness", fs.readFileSync(process.argv[2], "utf8"))(globalThis.harness);
+if (typeof plugin !== "function") throw new Error("the body returns " + typeof plugin);
 plugin({ marker: 7 });
 (async () => {
   const tool = (name) => registered.find((t) => t.name === name);
   const inserted = await tool("memory_insert").execute({ content: "插件写入的记忆 plugin memory", importance: 0.7 });
   const found = await tool("memory_search").execute({ query: "插件 记忆" });
   const bad = await tool("memory_insert").execute({ content: "" });
-  console.log(JSON.stringify({ names: registered.map((t) => t.name), schema: tool("memory_search").parameters, inserted, found, bad }));
+  const rendered = tool("coral_stats").output.render({}, { ok: true });
+  const outputSchema = tool("coral_stats").output.schema;
+  console.log(JSON.stringify({ names: registered.map((t) => t.name), schema: tool("memory_search").parameters, inserted, found, bad, rendered, outputSchema }));
 })().catch((e) => { console.error(e); process.exit(1); });
 "#,
     )
@@ -620,7 +629,14 @@ plugin({ marker: 7 });
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "each tool registered once");
-    assert_eq!(r["schema"]["required"], json!(["query"]));
+    assert_eq!(r["schema"]["query"]["type"], "string");
+    assert_eq!(r["schema"]["query"]["required"], true);
+    assert_eq!(r["schema"]["top_k"]["required"], false);
+    assert_eq!(r["outputSchema"], json!({"type": "object"}));
+    assert_eq!(
+        r["rendered"],
+        json!([{"type": "text", "text": "{\"ok\":true}"}])
+    );
     assert_eq!(r["inserted"]["ok"], true);
     assert_eq!(
         r["found"]["result"]["hits"][0]["content"],

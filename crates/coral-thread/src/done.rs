@@ -19,7 +19,17 @@ const COMPLETION_WORDS: &[&str] = &[
 /// 暂未), 尚 still, 待 to be, 还需/仍需 still needs, 先不 not yet, 拟 intended, 计划 planned,
 /// 准备/打算 about to, 下一步 next step. They win over completion words, wherever they are.
 const PENDING_WORDS: &[&str] = &[
-    "未", "尚", "待", "还需", "仍需", "先不", "拟", "计划", "准备", "打算", "下一步",
+    "未",
+    "尚",
+    "待",
+    "还需",
+    "仍需",
+    "先不",
+    "拟",
+    "计划",
+    "准备",
+    "打算",
+    "下一步",
 ];
 
 /// Whether `c` is the first character of an entry of either list (a test keeps this in step
