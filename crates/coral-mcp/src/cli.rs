@@ -100,8 +100,8 @@ pub enum Command {
     Insert {
         /// The memory text.
         text: Option<String>,
-        /// Importance from 0 to 1.
-        #[arg(long, default_value_t = 0.5)]
+        /// Importance from 0 to 1 (default 0, as the original).
+        #[arg(long, default_value_t = 0.0)]
         importance: f64,
         /// Project tag.
         #[arg(long)]

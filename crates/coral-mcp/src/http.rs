@@ -113,6 +113,7 @@ async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     match outcome {
         Ok(Ok(result)) => reply(StatusCode::OK, json!({"ok": true, "result": result})),
         Ok(Err(e @ ToolError::UnknownTool(_))) => failure(StatusCode::NOT_FOUND, e.to_string()),
+        Ok(Err(ToolError::Refused(body))) => reply(StatusCode::BAD_REQUEST, body),
         Ok(Err(e @ ToolError::InvalidArguments(_))) => {
             failure(StatusCode::BAD_REQUEST, e.to_string())
         }

@@ -52,6 +52,7 @@ pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, Mc
             ),
             None,
         )),
+        Err(ToolError::Refused(body)) => Ok(CallToolResult::structured_error(body)),
         Err(e) => Ok(CallToolResult::structured_error(
             json!({"ok": false, "error": e.to_string()}),
         )),
@@ -67,7 +68,12 @@ struct CoralServer {
 
 impl ServerHandler for CoralServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        // The tool list never changes during a session; say so, as the original did.
+        if let Some(tools) = capabilities.tools.as_mut() {
+            tools.list_changed = Some(false);
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Coral memory: call memory_search before answering to recall what matters, and \

@@ -138,7 +138,11 @@ fn tools_change_only_tuning_keys() {
         .call_tool("coral_config_reset", &json!({"key_path": "storage"}))
         .unwrap();
     assert_eq!(reset["ok"], true, "{reset}");
-    assert_eq!(reset["changed"], json!(["storage.warn_ratio"]), "{reset}");
+    assert_eq!(
+        reset["changed"],
+        json!({"storage.warn_ratio": {"old": 0.5, "new": 0.8}}),
+        "{reset}"
+    );
     assert!(
         reset["kept"]
             .as_array()

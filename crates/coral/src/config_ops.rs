@@ -334,6 +334,7 @@ impl ConfigFile {
         let mut edited = self.json()?;
         let mut changed = Vec::new();
         let mut kept = Vec::new();
+        let mut values = serde_json::Map::new();
         for target in &targets {
             for leaf in leaf_keys()
                 .iter()
@@ -345,6 +346,10 @@ impl ConfigFile {
                 }
                 if lookup(&current, leaf) != lookup(&defaults, leaf) {
                     changed.push(leaf.clone());
+                    values.insert(
+                        leaf.clone(),
+                        json!({"old": lookup(&current, leaf), "new": lookup(&defaults, leaf)}),
+                    );
                 }
                 let default = lookup(&defaults, leaf).cloned().unwrap_or(Value::Null);
                 match lookup_mut(&mut edited, leaf) {
@@ -358,7 +363,8 @@ impl ConfigFile {
         } else {
             self.validated(&edited)?
         };
-        let mut result = json!({"reset": targets, "scope": scope, "changed": changed});
+        let mut result =
+            json!({"reset": targets, "scope": scope, "changed": changed, "values": values});
         if !kept.is_empty() {
             result["kept"] = json!(kept);
         }
@@ -470,7 +476,8 @@ impl Coral {
 /// What a tool's config change did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConfigChange {
-    /// Done: `{key_path, old, new}` or `{reset, scope, changed, kept?}`.
+    /// Done: `{key_path, old, new}` or `{reset, scope, changed, values: {key: {old, new}},
+    /// kept?}`.
     Done(Value),
     /// Not done: it would remove this many memories at once; repeat with `confirm: true`.
     NeedsConfirmation(RemovalPreview),

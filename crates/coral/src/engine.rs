@@ -83,7 +83,7 @@ impl Insert {
 /// Options of [`Coral::insert_with`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct InsertOptions {
-    /// Importance in 0..1 (default 0.5).
+    /// Importance in 0..1 (default 0, as the original).
     pub importance: f64,
     /// Project tag.
     pub project: Option<String>,
@@ -96,7 +96,7 @@ pub struct InsertOptions {
 impl Default for InsertOptions {
     fn default() -> Self {
         InsertOptions {
-            importance: 0.5,
+            importance: 0.0,
             project: None,
             timestamp: None,
             now: None,

@@ -32,6 +32,8 @@ pub struct EvictionCandidate {
     pub access_count: u64,
     /// Last access, Unix seconds.
     pub last_access: f64,
+    /// Created, Unix seconds.
+    pub timestamp: f64,
     /// The first 60 characters, on one line (controls escaped).
     pub content: String,
 }
@@ -180,6 +182,7 @@ impl Coral {
                     importance: item.importance,
                     access_count: item.access_count,
                     last_access: item.last_access,
+                    timestamp: item.timestamp,
                     content: coral_base::preview(&item.content, 60).0,
                 }
             })

@@ -1,8 +1,9 @@
 //! The config tools (`coral_config_get`, `coral_config_set`, `coral_config_reset`) and
 //! `coral_report`, which close the original's registry.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
+use super::memory::{disk_usage, round4};
 use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
 use coral::ConfigChange;
 use coral::Coral;
@@ -92,11 +93,48 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
 ];
 
+/// `coral_report` in the original's shape (its GUI's statistics window reads it): the day
+/// histogram as `{last_14_days: {date: n}, earlier, total}`, the eviction preview with
+/// `location` and `days_old`, heat to 4 places; Coral's own fields beside them.
 fn report(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
-    let mut value =
-        serde_json::to_value(coral.report()).map_err(|e| ToolError::Failed(e.to_string()))?;
+    let report = coral.report();
+    let now = coral::unix_now();
+    let total = report.stats.total;
+    let last_14: Map<String, Value> = report
+        .day_histogram
+        .iter()
+        .map(|d| (d.date.clone(), json!(d.count)))
+        .collect();
+    let recent: usize = report.day_histogram.iter().map(|d| d.count).sum();
+    let preview: Vec<Value> = report
+        .eviction_preview
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "content": c.content,
+                "heat": round4(c.heat),
+                "access_count": c.access_count,
+                "importance": c.importance,
+                "days_old": ((now - c.timestamp) / 86_400.0 * 10.0).round() / 10.0,
+                "location": c.tier.as_str(),
+                "last_access": c.last_access,
+            })
+        })
+        .collect();
+    let mut value = serde_json::to_value(&report).map_err(|e| ToolError::Failed(e.to_string()))?;
     if let Some(map) = value.as_object_mut() {
         map.insert("ok".into(), json!(true));
+        map.insert("disk_usage".into(), disk_usage(coral));
+        map.insert(
+            "day_histogram".into(),
+            json!({
+                "last_14_days": last_14,
+                "earlier": total.saturating_sub(recent),
+                "total": total,
+            }),
+        );
+        map.insert("eviction_preview".into(), Value::Array(preview));
     }
     Ok(value)
 }
@@ -125,10 +163,39 @@ fn config_set(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     Ok(change_result(change))
 }
 
+/// `coral_config_reset` answers as the original did: `{reset: true, scope, changed: {key:
+/// {old, new}}, memory_data_untouched: true}`. A reset of one key always lists it; a reset of
+/// a section or of everything lists each key whose value changed (the original listed whole
+/// sections). Coral's `sections` and `kept` stand beside them.
 fn config_reset(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let change =
-        coral.config_reset_by_tool(args.str("key_path"), args.bool("confirm").unwrap_or(false))?;
-    Ok(change_result(change))
+    let key = args
+        .str("key_path")
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    let change = coral.config_reset_by_tool(key, args.bool("confirm").unwrap_or(false))?;
+    let ConfigChange::Done(done) = change else {
+        return Ok(change_result(change));
+    };
+    let mut changed = done["values"].as_object().cloned().unwrap_or_default();
+    if let Some(key) = key
+        && done["scope"] == "key"
+        && !changed.contains_key(key)
+    {
+        let value = coral.config_get(Some(key))?;
+        changed.insert(key.to_string(), json!({"old": value, "new": value}));
+    }
+    let mut answer = json!({
+        "ok": true,
+        "reset": true,
+        "scope": key.map_or_else(|| coral::TUNABLE.join("/"), String::from),
+        "changed": changed,
+        "memory_data_untouched": true,
+        "sections": done["reset"],
+    });
+    if let Some(kept) = done.get("kept") {
+        answer["kept"] = kept.clone();
+    }
+    Ok(answer)
 }
 
 /// `{ok: true, ...}` for a change made; for one held back, `{ok: false, needs_confirmation,

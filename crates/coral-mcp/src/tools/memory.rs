@@ -60,8 +60,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "memory_insert",
         description: "Remember a short fact; durable as soon as this returns. A near-duplicate \
-                      refreshes the existing memory. importance 0..1, default 0.5. \
-                      写入一条记忆，返回即已持久化；重复内容会合并。重要度 0..1，默认 0.5。",
+                      refreshes the existing memory. importance 0..1, default 0. \
+                      写入一条记忆，返回即已持久化；重复内容会合并。重要度 0..1，默认 0。",
         args: &[
             Arg {
                 name: "content",
@@ -74,8 +74,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 name: "importance",
                 kind: Kind::Number { min: 0.0, max: 1.0 },
                 required: false,
-                description: "0..1, default 0.5 / 重要度 0..1，默认 0.5",
-                default: Some(DefaultValue::Num(0.5)),
+                description: "0..1, default 0 / 重要度 0..1，默认 0",
+                default: Some(DefaultValue::Num(0.0)),
             },
             PROJECT,
         ],
@@ -151,8 +151,8 @@ fn memory_search(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             };
             let mut hit = json!({
                 "id": h.item.item_id,
-                "score": h.score,
-                "scores": h.scores,
+                "score": round4(h.score),
+                "scores": round_all(json!(h.scores)),
                 "content": content,
                 "truncated": truncated,
             });
@@ -170,7 +170,7 @@ fn memory_insert(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let outcome = coral.insert_with(
         content,
         InsertOptions {
-            importance: args.num("importance").unwrap_or(0.5),
+            importance: args.num("importance").unwrap_or(0.0),
             project: args.str("project").map(String::from),
             ..InsertOptions::default()
         },
@@ -181,20 +181,31 @@ fn memory_insert(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             format!("a similar memory already existed; merged into {id} / 与已有记忆相似，已合并")
         }
     };
-    Ok(json!({
+    // As in the original, `item_id` is the new memory's id and null for a merge;
+    // `merged_into` names the memory that absorbed it.
+    let mut answer = json!({
         "inserted": outcome.inserted(),
-        "item_id": outcome.id(),
+        "item_id": outcome.inserted().then(|| outcome.id()),
         "message": message,
         "persisted": true,
-    }))
+        "hint": "already durable: memory_flush is not needed / 已持久化，无需调用 memory_flush",
+    });
+    if let Insert::Merged(id) = &outcome {
+        answer["merged_into"] = json!(id);
+    }
+    Ok(answer)
 }
 
 fn memory_flush(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
     coral.flush()?;
+    let stats = coral.stats();
     Ok(json!({
         "flushed": true,
+        // The hot memories the checkpoint wrote (the original moved them to the warm file;
+        // Coral keeps their tier and writes them too).
+        "hot_persisted": stats.hot,
         "message": "checkpoint written; every write was already durable / 检查点已写入（数据本已持久化）",
-        "stats": coral.stats(),
+        "stats": stats,
     }))
 }
 
@@ -203,10 +214,15 @@ fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     if coral.delete(id)? {
         Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
     } else {
-        Err(ToolError::InvalidArguments(format!(
-            "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
-            coral::echo(id)
-        )))
+        Err(ToolError::Refused(json!({
+            "ok": false,
+            "item_id": id,
+            "message": "not found",
+            "error": format!(
+                "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
+                coral::echo(id)
+            ),
+        })))
     }
 }
 
@@ -217,7 +233,48 @@ fn memory_mark_important(coral: &Coral, args: &Args) -> Result<Value, ToolError>
 }
 
 fn coral_stats(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
-    Ok(json!({"ok": true, "stats": coral.stats(), "disk_usage": coral.disk_usage()}))
+    Ok(json!({
+        "ok": true,
+        "stats": coral.stats(),
+        "disk_usage": disk_usage(coral),
+        "hint": "tune with coral_config_get / coral_config_set / 调优配置用 coral_config_get / coral_config_set",
+    }))
+}
+
+/// Coral's disk usage plus the original's keys (`warm_bytes`, `cold_bytes`, `vector_bytes`,
+/// `index_bytes`, `total`, `ratio` as a number), which its GUI and prompts read.
+pub(super) fn disk_usage(coral: &Coral) -> Value {
+    let mut usage = json!(coral.disk_usage());
+    let file = |name: &str| usage["files"][name].as_u64().unwrap_or(0);
+    let compat = json!({
+        "warm_bytes": file("warm") + file("hot"),
+        "cold_bytes": file("cold"),
+        "vector_bytes": file("vectors"),
+        "index_bytes": file("vector_index"),
+        "total": usage["total_bytes"].as_u64().unwrap_or(0),
+        "ratio": round4(usage["ratio"].as_f64().unwrap_or(0.0)),
+    });
+    if let (Some(map), Value::Object(extra)) = (usage.as_object_mut(), compat) {
+        map.extend(extra);
+    }
+    usage
+}
+
+/// `x` rounded to 4 decimal places, as the original reports scores and heat.
+pub(super) fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Every number of a flat JSON object rounded to 4 places.
+fn round_all(mut v: Value) -> Value {
+    if let Some(map) = v.as_object_mut() {
+        for x in map.values_mut() {
+            if let Some(f) = x.as_f64() {
+                *x = json!(round4(f));
+            }
+        }
+    }
+    v
 }
 
 #[cfg(test)]

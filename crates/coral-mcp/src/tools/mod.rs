@@ -30,6 +30,14 @@ pub enum ToolError {
     /// The tool ran and failed (I/O, damaged files).
     #[error("{0}")]
     Failed(String),
+    /// The tool declined (an unknown memory id): its answer is this `{"ok": false, "error",
+    /// ...}` body, in the original Coral's shape. Nothing was changed.
+    #[error("{}", refusal_message(.0))]
+    Refused(Value),
+}
+
+fn refusal_message(body: &Value) -> &str {
+    body["error"].as_str().unwrap_or("refused")
 }
 
 impl ToolError {

@@ -179,11 +179,17 @@ fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let report = coral.thread_status(
+    let report = match coral.thread_status(
         args.str("thread_id"),
         args.bool("include_archived").unwrap_or(false),
         args.str("query"),
-    )?;
+    ) {
+        // As the original: asking about an id no thread has is an empty answer, not an error.
+        Err(coral::Error::ThreadNotFound(_)) => {
+            return Ok(json!({"ok": true, "count": 0, "thread": null}));
+        }
+        other => other?,
+    };
     let mut value = serde_json::to_value(&report).map_err(|e| ToolError::Failed(e.to_string()))?;
     if let Some(map) = value.as_object_mut() {
         map.insert("ok".into(), json!(true));

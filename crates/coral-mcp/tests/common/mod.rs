@@ -37,7 +37,9 @@ pub fn cases() -> Vec<Case> {
         case(
             "memory_insert",
             json!({"content": "用户喜欢喝冰镇拿铁咖啡！"}),
-            Ok(|r| r["inserted"] == false && r["item_id"] == COFFEE_ID),
+            Ok(|r| {
+                r["inserted"] == false && r["item_id"].is_null() && r["merged_into"] == COFFEE_ID
+            }),
         ),
         case(
             "memory_insert",
@@ -249,7 +251,7 @@ pub fn cases() -> Vec<Case> {
         case(
             "thread_status",
             json!({"thread_id": "nope"}),
-            Err("no thread with id"),
+            Ok(|r| r["ok"] == true && r["count"] == 0 && r["thread"].is_null()),
         ),
         case(
             "thread_interrupt",
@@ -389,7 +391,12 @@ pub fn cases() -> Vec<Case> {
             "coral_config_reset",
             json!({"key_path": "retrieval.top_k"}),
             Ok(|r| {
-                r["ok"] == true && r["scope"] == "key" && r["changed"] == json!(["retrieval.top_k"])
+                r["ok"] == true
+                    && r["reset"] == true
+                    && r["scope"] == "retrieval.top_k"
+                    && r["changed"]["retrieval.top_k"]["new"] == 5
+                    && r["changed"]["retrieval.top_k"]["old"].is_u64()
+                    && r["memory_data_untouched"] == true
             }),
         ),
         case(
@@ -411,8 +418,10 @@ pub fn cases() -> Vec<Case> {
             "coral_config_reset",
             json!({}),
             Ok(|r| {
-                r["scope"] == "tunable"
-                    && r["reset"].as_array().is_some_and(|a| {
+                r["scope"] == "memory/retrieval/heat/storage/parallelism/reload/timeline"
+                    && r["reset"] == true
+                    && r["changed"].is_object()
+                    && r["sections"].as_array().is_some_and(|a| {
                         a.len() == 7
                             && a.contains(&json!("memory"))
                             && a.contains(&json!("timeline"))
@@ -424,11 +433,19 @@ pub fn cases() -> Vec<Case> {
             json!({}),
             Ok(|r| {
                 r["ok"] == true
-                    && r["day_histogram"].as_array().is_some_and(|d| d.len() == 14)
-                    && r["day_histogram"][13]["count"].as_u64() >= Some(1)
-                    && r["eviction_preview"]
-                        .as_array()
-                        .is_some_and(|e| !e.is_empty() && e.len() <= 5)
+                    && r["day_histogram"]["last_14_days"]
+                        .as_object()
+                        .is_some_and(|d| d.len() == 14 && d.values().any(|n| n.as_u64() >= Some(1)))
+                    && r["day_histogram"]["total"] == r["stats"]["total"]
+                    && r["day_histogram"]["earlier"] == 0
+                    && r["eviction_preview"].as_array().is_some_and(|e| {
+                        !e.is_empty()
+                            && e.len() <= 5
+                            && e.iter().all(|c| {
+                                c["location"].is_string()
+                                    && c["days_old"].as_f64().is_some_and(|d| d >= 0.0)
+                            })
+                    })
                     && r["paths"]["data_dir"]
                         .as_str()
                         .is_some_and(|p| p.starts_with('/'))
