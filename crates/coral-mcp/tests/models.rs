@@ -466,6 +466,97 @@ fn a_fetched_model_is_used_by_auto_and_ranks_a_paraphrase_first() {
     assert_eq!(stats["stats"]["embedder_note"], Value::Null);
 }
 
+/// The config file the original Coral writes when there is none (`"embedder":
+/// "sentence-transformers"`), on a machine without the model: Coral starts with hash vectors
+/// and one notice, serves MCP, and leaves the file as it was.
+#[test]
+fn the_originals_default_config_starts_without_a_model() {
+    let home = Home::new();
+    let golden = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/compat/coral_default_config.json"
+    ))
+    .unwrap();
+    let config = home.path().join("coral_config.json");
+    std::fs::write(&config, &golden).unwrap();
+    ok(&home.run(&["insert", "用户喜欢喝冰镇拿铁咖啡"]));
+    let out = home.run(&["--json", "stats"]);
+    let stats: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(stats["stats"]["embedder"], "hash");
+    assert_eq!(stats["stats"]["total"], 1);
+    let note = stats["stats"]["embedder_note"].as_str().unwrap_or_default();
+    assert!(note.contains("sentence-transformers"), "{note}");
+    assert!(
+        note.contains("coral model fetch sentence-transformers/all-MiniLM-L6-v2"),
+        "{note}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("\"sentence-transformers\"").count(),
+        1,
+        "one notice: {stderr}"
+    );
+    // The MCP server starts on it and answers.
+    let mut mcp = home
+        .command(&["mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = mcp.stdin.take().unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2024-11-05", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}})
+        )
+        .unwrap();
+    }
+    let out = mcp.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(reply["result"]["serverInfo"]["name"], "coral-memory");
+    assert_eq!(
+        std::fs::read(&config).unwrap(),
+        golden,
+        "the file is untouched"
+    );
+}
+
+/// `"sentence-transformers"` uses the model when it is installed, as in the original.
+#[test]
+fn sentence_transformers_uses_the_model_when_it_is_installed() {
+    let Some((dir, _)) = test_model() else { return };
+    let home = Home::new();
+    let files = vec![
+        HubFile::new(
+            "onnx/model.onnx",
+            std::fs::read(dir.join("model.onnx")).unwrap(),
+            true,
+        ),
+        HubFile::new(
+            "tokenizer.json",
+            std::fs::read(dir.join("tokenizer.json")).unwrap(),
+            false,
+        ),
+    ];
+    let hub = FakeHub::start(MINILM, files);
+    ok(&home.fetch(&hub, MINILM));
+    home.config(json!({"embedder": "sentence-transformers"}));
+    let stats: Value = serde_json::from_str(&ok(&home.run(&["--json", "stats"]))).unwrap();
+    assert_eq!(stats["stats"]["embedder"], MINILM);
+    assert_eq!(stats["stats"]["embedder_note"], Value::Null);
+}
+
 #[test]
 fn a_hash_directory_switched_to_minilm_needs_reembed_and_says_so() {
     let Some((dir, lib)) = test_model() else {

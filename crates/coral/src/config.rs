@@ -94,7 +94,8 @@ impl Default for PathsConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EmbeddingConfig {
-    /// `"auto"`, `"hash"`, `"model"` (aliases `"onnx"`, `"sentence-transformers"`).
+    /// `"auto"`, `"hash"`, `"model"` (alias `"onnx"`), or the original's
+    /// `"sentence-transformers"` (the model when installed, else hash with a notice).
     pub embedder: String,
     /// Model name (`"use-multilingual-v3"`, a hub id, or a short name of the model table).
     pub model_name: String,
@@ -720,8 +721,8 @@ impl Config {
             "auto" | "hash" | "onnx" | "sentence-transformers" | "model"
         ) {
             p.push(format!(
-                "embedding.embedder = {:?} must be \"auto\", \"hash\" or \"model\" (also \
-                 written \"onnx\")",
+                "embedding.embedder = {:?} must be \"auto\", \"hash\", \"model\" (also \
+                 written \"onnx\") or \"sentence-transformers\"",
                 self.embedding.embedder
             ));
         }

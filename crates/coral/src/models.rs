@@ -2,9 +2,10 @@
 //! model found on this machine (USE multilingual v3 in Rust, or an ONNX sentence-transformer)
 //! behind a [`coral_embed::BatchingEmbedder`].
 //!
-//! `"onnx"` (aliases `"sentence-transformers"`, `"model"`) requires the model named by
-//! `embedding.model_name`: a missing model or runtime is a start-up error that says where it
-//! looked and how to fetch it, never a silent switch to hash vectors. `"auto"` uses that model
+//! `"model"` (alias `"onnx"`) requires the model named by `embedding.model_name`: a missing
+//! model or runtime is a start-up error that says where it looked and how to fetch it, never a
+//! silent switch to hash vectors. `"sentence-transformers"` means what it meant in the
+//! original: that model when it is installed, else hash vectors with a notice. `"auto"` uses that model
 //! when it is installed, else the best installed model of the built-in table (USE first), else
 //! the hash embedder, with a notice. Every model of the table passes a self-check when it loads
 //! (a paraphrase must outscore an unrelated sentence in each of its languages). A model that is
@@ -58,6 +59,24 @@ pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String
                     )),
                 ))
             }
+            Err(other) => Err(other),
+        },
+        // The original's value: its model when it loads here, else hash vectors with a
+        // notice, so an existing config starts on any machine. A model that is installed but
+        // broken is still an error.
+        "sentence-transformers" => match load_model(config, &configured, true) {
+            Ok(model) => Ok((model, None)),
+            Err(Error::Embed(why)) if not_installed(&why) => Ok((
+                hash()?,
+                Some(format!(
+                    "embedding.embedder is \"sentence-transformers\" (the original Coral's \
+                     setting: the model when it is available, else hash vectors) and \
+                     {configured} cannot be used here, so Coral uses the hash embedder (dim {}), \
+                     which matches shared words, not meaning; `coral model fetch {configured}` \
+                     installs it. {why}",
+                    e.dim
+                )),
+            )),
             Err(other) => Err(other),
         },
         other => match load_model(config, &configured, true) {
