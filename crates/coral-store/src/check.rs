@@ -127,6 +127,16 @@ pub fn check(paths: &StorePaths, dim: usize) -> CheckReport {
             ids.insert(item.item_id);
         }
     }
+    if let Err(e) = crate::item_meta::read(&paths.item_meta) {
+        out.add(
+            Severity::Problem,
+            &paths.item_meta,
+            format!(
+                "{e}; the memories are intact, but open reads hot memories as warm and without \
+                 their project tags until the next checkpoint rewrites the file"
+            ),
+        );
+    }
     let archive = files::read_item_lines(&paths.archive);
     if let Ok(a) = &archive {
         for s in &a.skipped {

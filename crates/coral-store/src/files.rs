@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
-use crate::item::{Item, to_python_line};
+use crate::item::{Item, OriginalKeys, to_python_line};
 use coral_base::IoContext;
 
 /// Where each file of a data directory lives.
@@ -25,8 +25,12 @@ pub struct StorePaths {
     pub index: PathBuf,
     /// `coral_vectors.sums`: Coral's per-id checksums of the vector rows (derived, Coral only).
     pub sums: PathBuf,
-    /// `coral_hot.json`.
+    /// `coral_hot.json`: where Coral kept its hot tier before hot items moved into the warm
+    /// file; read when it exists, removed by the next checkpoint.
     pub hot: PathBuf,
+    /// `coral_item_meta.json`: hot-tier marks, project tags and other keys the original's
+    /// files have no place for (Coral only).
+    pub item_meta: PathBuf,
     /// `coral_wal.jsonl`.
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
@@ -50,6 +54,7 @@ impl StorePaths {
             index: dir.join("coral_vector_index.json"),
             sums: dir.join("coral_vectors.sums"),
             hot: dir.join("coral_hot.json"),
+            item_meta: dir.join("coral_item_meta.json"),
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
             governance: dir.join("coral_governance.json"),
@@ -60,9 +65,10 @@ impl StorePaths {
     }
 
     /// The data files with a short label each, for disk-usage reports.
-    pub fn data_files(&self) -> [(&'static str, &Path); 9] {
+    pub fn data_files(&self) -> [(&'static str, &Path); 10] {
         [
             ("hot", &self.hot),
+            ("item_meta", &self.item_meta),
             ("warm", &self.warm),
             ("cold", &self.cold),
             ("vectors", &self.vectors),
@@ -347,7 +353,8 @@ pub fn encode_item_array<'a>(
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b"  ");
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-        serde::Serialize::serialize(item, &mut ser).expect("serialising to memory cannot fail");
+        serde::Serialize::serialize(&OriginalKeys(item), &mut ser)
+            .expect("serialising to memory cannot fail");
         // Indent the nested lines one level for their place inside the array.
         for (i, line) in buf.split(|&b| b == b'\n').enumerate() {
             if i > 0 {
@@ -380,7 +387,7 @@ pub fn encode_item_lines<'a>(
         out.push(b'\n');
     }
     for item in items {
-        to_python_line(item, &mut out);
+        to_python_line(&OriginalKeys(item), &mut out);
         out.push(b'\n');
     }
     out

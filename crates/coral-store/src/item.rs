@@ -149,6 +149,58 @@ impl Serialize for Item {
     }
 }
 
+/// An item as the original's data files hold it: its seven keys in its order, nothing else
+/// (the original refuses an entry with any other key). Coral's own keys go to
+/// `coral_item_meta.json` ([`Item::coral_only`]).
+pub struct OriginalKeys<'a>(pub &'a Item);
+
+impl Serialize for OriginalKeys<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let item = self.0;
+        let mut m = s.serialize_map(Some(7))?;
+        m.serialize_entry("item_id", &item.item_id)?;
+        m.serialize_entry("content", &item.content)?;
+        m.serialize_entry("timestamp", &item.timestamp)?;
+        m.serialize_entry("last_access", &item.last_access)?;
+        m.serialize_entry("token_count", &item.token_count)?;
+        m.serialize_entry("access_count", &item.access_count)?;
+        m.serialize_entry("importance", &item.importance)?;
+        m.end()
+    }
+}
+
+impl Item {
+    /// What this item holds beyond the original's seven keys: `project` and unknown keys.
+    pub fn coral_only(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        if let Some(p) = &self.project {
+            out.insert("project".into(), Value::String(p.clone()));
+        }
+        for (k, v) in &self.extra {
+            if !KNOWN.contains(&k.as_str()) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    /// Take back what [`Item::coral_only`] gave, where this item does not say otherwise.
+    pub fn absorb_coral_only(&mut self, attrs: &Map<String, Value>) {
+        for (k, v) in attrs {
+            if k == "project" {
+                if self.project.is_none() {
+                    self.project = v
+                        .as_str()
+                        .filter(|p| !p.trim().is_empty())
+                        .map(String::from);
+                }
+            } else if !KNOWN.contains(&k.as_str()) {
+                self.extra.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+}
+
 /// A JSON number that may have been written as an integer or a float.
 fn as_u64(v: &Value) -> Option<u64> {
     v.as_u64().or_else(|| {

@@ -45,6 +45,7 @@ mod check;
 mod error;
 mod files;
 mod item;
+mod item_meta;
 mod journal;
 mod lock;
 pub mod npy;
@@ -59,7 +60,8 @@ pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
 };
-pub use item::{Item, PythonCompact, Tier, to_python_line};
+pub use item::{Item, OriginalKeys, PythonCompact, Tier, to_python_line};
+pub use item_meta::ItemMeta;
 pub use journal::{Damage, DamageKind, Line, Record, Scan, SyncPolicy, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};

@@ -88,6 +88,16 @@ impl Snapshot {
         let warm = files::read_item_array(&paths.warm)?;
         let cold = files::read_item_lines(&paths.cold)?;
         let mut notes = Vec::new();
+        let meta = match crate::item_meta::read(&paths.item_meta) {
+            Ok(meta) => meta.unwrap_or_default(),
+            Err(e) => {
+                notes.push(format!(
+                    "{e}; every memory is intact, but hot-tier marks and project tags are \
+                     not known (hot memories read as warm); the next checkpoint rewrites it"
+                ));
+                crate::ItemMeta::default()
+            }
+        };
         let mut items: Vec<(Tier, Item)> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut merged = [0usize; 3];
@@ -100,7 +110,15 @@ impl Snapshot {
                     }
                     None => {
                         seen.insert(item.item_id.clone(), items.len());
-                        items.push((tier, item.clone()));
+                        let mut item = item.clone();
+                        meta.restore(&mut item);
+                        // The warm file holds the hot tier too; the sidecar says which.
+                        let tier = if tier == Tier::Warm && meta.hot.contains(&item.item_id) {
+                            Tier::Hot
+                        } else {
+                            tier
+                        };
+                        items.push((tier, item));
                     }
                 }
             }
@@ -971,30 +989,59 @@ impl Store {
             .enumerate()
             .map(|(r, id)| (*id, &data[r * dim..(r + 1) * dim]));
         files::write_atomic(&self.paths.sums, &sums::encode(rows_of), sync)?;
-        for tier in [Tier::Cold, Tier::Warm, Tier::Hot] {
-            let mut rows: Vec<&Item> = pool.tier_rows(tier).iter().map(|r| pool.item(r)).collect();
+        // Coral's own attributes first: hot marks and project tags for the entries the data
+        // files are about to hold (a crash after this leaves marks for the old files, which
+        // name only ids that are still there or get replayed from the journal).
+        let tiered = pool
+            .items()
+            .iter()
+            .enumerate()
+            .map(|(row, item)| (pool.tier(row as u32), item));
+        files::write_atomic(
+            &self.paths.item_meta,
+            &crate::ItemMeta::of(tiered).encode(),
+            sync,
+        )?;
+        let sorted = |tiers: &[Tier]| {
+            let mut rows: Vec<&Item> = tiers
+                .iter()
+                .flat_map(|&t| pool.tier_rows(t).iter().map(|r| pool.item(r)))
+                .collect();
             rows.sort_by(|a, b| {
                 a.timestamp
                     .total_cmp(&b.timestamp)
                     .then_with(|| a.item_id.cmp(&b.item_id))
             });
-            let skipped = &self.skipped[tier.index()];
-            let (path, bytes) = match tier {
-                Tier::Cold => (
-                    &self.paths.cold,
-                    files::encode_item_lines(rows.into_iter(), skipped),
-                ),
-                Tier::Warm => (
-                    &self.paths.warm,
-                    files::encode_item_array(rows.into_iter(), skipped),
-                ),
-                Tier::Hot => (
-                    &self.paths.hot,
-                    files::encode_item_array(rows.into_iter(), skipped),
-                ),
-            };
-            files::write_atomic(path, &bytes, sync)?;
+            rows
+        };
+        // Files that gain items before files that lose them: cold, then the warm file, which
+        // holds the hot tier too (the original reads no other), then the old hot file goes.
+        files::write_atomic(
+            &self.paths.cold,
+            &files::encode_item_lines(
+                sorted(&[Tier::Cold]).into_iter(),
+                &self.skipped[Tier::Cold.index()],
+            ),
+            sync,
+        )?;
+        let mut kept = self.skipped[Tier::Warm.index()].clone();
+        kept.extend(self.skipped[Tier::Hot.index()].iter().cloned());
+        files::write_atomic(
+            &self.paths.warm,
+            &files::encode_item_array(sorted(&[Tier::Hot, Tier::Warm]).into_iter(), &kept),
+            sync,
+        )?;
+        match std::fs::remove_file(&self.paths.hot) {
+            Ok(()) => {
+                if sync {
+                    files::sync_dir(&self.paths.dir)?;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).at(&self.paths.hot).map_err(Into::into),
         }
+        self.skipped[Tier::Warm.index()] = kept;
+        self.skipped[Tier::Hot.index()].clear();
         let next = self.journal.generation() + 1;
         self.journal.reset(next)
     }

@@ -418,18 +418,26 @@ fn a_warm_file_that_is_not_utf8_stops_open_and_is_left_alone() {
 fn an_empty_or_truncated_tier_file_stops_open_instead_of_reading_as_no_memories() {
     for (what, file, cut) in [
         ("0-byte warm file", "coral_warm.json", 0usize),
-        ("whitespace hot file", "coral_hot.json", 0),
+        ("whitespace warm file", "coral_warm.json", 0),
+        // An earlier Coral's hot file, still read when it exists.
+        ("whitespace old hot file", "coral_hot.json", 0),
         ("truncated warm file", "coral_warm.json", 40),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path();
         let coral = open(base).unwrap();
         seed(&coral);
-        // Keep memories in the hot tier too: flush checkpoints without closing.
+        // Keep memories in the hot tier too (written into the warm file): flush checkpoints
+        // without closing.
         coral.flush().unwrap();
         drop(coral);
         let path = data_dir(base).join(file);
-        let good = std::fs::read(&path).unwrap();
+        let good = if file == "coral_hot.json" {
+            assert!(!path.exists(), "hot memories are in the warm file now");
+            std::fs::read(data_dir(base).join("coral_warm.json")).unwrap()
+        } else {
+            std::fs::read(&path).unwrap()
+        };
         assert!(good.len() > cut + 10, "{what}: {file} holds memories");
         let damaged = if what.starts_with("whitespace") {
             b"  \n".to_vec()

@@ -138,7 +138,9 @@ fn onnx_without_a_model_is_a_start_up_error_never_hash() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    for embedder in ["onnx", "sentence-transformers"] {
+    // ("sentence-transformers" falls back to hash with a notice, as in the original:
+    // crates/coral-mcp/tests/models.rs.)
+    for embedder in ["onnx", "model"] {
         let path = write_config(
             tmp.path(),
             json!({"embedder": embedder, "model_path": empty}),
