@@ -571,6 +571,18 @@ fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
             report.vectors_recomputed,
             report.skipped_lines
         );
+        if let Some(t) = &report.threads {
+            outln!(
+                "threads: found {}; added {}, merged {} ({} step(s) added in all), already \
+                 present {}, unreadable entries left out {}",
+                t.found,
+                t.added,
+                t.merged,
+                t.steps_added,
+                t.unchanged,
+                t.unreadable_entries
+            );
+        }
         for n in &report.notes {
             outln!("  {n}");
         }

@@ -384,9 +384,26 @@ fn import_copies_a_python_directory() {
     ] {
         std::fs::copy(fixture.join(f), source.join(f)).unwrap();
     }
+    // The original's threads file, in its shape, beside its memories.
+    std::fs::write(
+        source.join("coral_threads.json"),
+        r#"[{"thread_id": "f4e99a3a478cce85", "title": "发布 v2.0", "summary": "升级嵌入模型",
+             "status": "active", "parent_thread_id": null, "last_advance_by": "chatB",
+             "created_at": 1796112161.666, "updated_at": 1796112161.666,
+             "steps": [{"step_id": "fb9da074dcd3", "seq": 1, "text": "向量重建完成",
+                        "done": true, "by": "chatB", "at": 1796112161.666}]}]"#,
+    )
+    .unwrap();
     let before: Vec<u8> = std::fs::read(source.join("coral_cold.jsonl")).unwrap();
     let report = env.json(&["import", source.to_str().unwrap()]);
     assert_eq!(report["imported"], 5);
+    assert_eq!(report["threads"]["added"], 1, "{report}");
+    assert_eq!(report["threads"]["steps_added"], 1, "{report}");
+    let thread = env.json(&["thread", "status", "f4e99a3a478cce85"]);
+    assert_eq!(
+        thread["thread"]["steps"][0]["text"], "向量重建完成",
+        "{thread}"
+    );
     assert_eq!(report["skipped_lines"], 1);
     assert_eq!(report["found"]["warm"], 2);
     assert_eq!(report["found"]["cold"], 3);
@@ -401,10 +418,11 @@ fn import_copies_a_python_directory() {
     assert_eq!(merged["access_count"], 5);
     assert_eq!(merged["tier"], "cold");
     // Importing again adds nothing.
-    assert_eq!(
-        env.json(&["import", source.to_str().unwrap()])["already_present"],
-        5
-    );
+    let again = env.json(&["import", source.to_str().unwrap()]);
+    assert_eq!(again["already_present"], 5);
+    assert_eq!(again["threads"]["added"], 0);
+    assert_eq!(again["threads"]["unchanged"], 1);
+    assert_eq!(again["threads"]["steps_added"], 0);
     env.expect(&["import", data(&env).join("nope").to_str().unwrap()], 2);
 }
 

@@ -64,7 +64,7 @@ pub use model::{
 pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
 pub use snapshot::{Snapshot, snapshot};
-pub use store::{Clock, StoreCounters, StoreOptions, ThreadStore};
+pub use store::{Clock, ImportCounts, StoreCounters, StoreOptions, ThreadStore};
 pub use sync::SyncPolicy;
 
 /// Parse the bytes of a threads file (the original's array or dict form) and count the threads

@@ -181,6 +181,32 @@ impl std::fmt::Debug for ThreadStore {
     }
 }
 
+/// What [`ThreadStore::import`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct ImportCounts {
+    /// Threads in the source.
+    pub found: usize,
+    /// Threads this file did not have.
+    pub added: usize,
+    /// Threads it had that gained steps or newer fields.
+    pub merged: usize,
+    /// Threads it already had exactly.
+    pub unchanged: usize,
+    /// Steps added in all.
+    pub steps_added: usize,
+    /// Elements of the source that are not readable threads (left out).
+    pub unreadable_entries: usize,
+}
+
+/// What importing one thread did.
+enum Imported {
+    /// New here, with this many steps.
+    Added(usize),
+    /// Known here: steps added, and whether anything changed.
+    Merged(usize, bool),
+}
+
 /// I/O counters, for tests and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -383,6 +409,65 @@ impl ThreadStore {
             let changed = set.link(child_id, parent_id, now)?;
             Ok(((), changed))
         })
+    }
+
+    /// Bring in the threads of another threads file (an original Coral's `coral_threads.json`,
+    /// with any journals beside it): threads merged by id and steps by `step_id`, exactly as
+    /// processes sharing one file merge, each thread journaled like any change. Running it
+    /// again adds nothing. The source is only read.
+    pub fn import(&self, source: &Path) -> Result<ImportCounts> {
+        let snapshot = crate::snapshot::snapshot(source)?;
+        let theirs = codec::parse(&snapshot.bytes, source)?;
+        let mut counts = ImportCounts {
+            found: theirs.threads.len(),
+            unreadable_entries: theirs.unparsed.len(),
+            ..ImportCounts::default()
+        };
+        for thread in theirs.threads {
+            let id = thread.thread_id.clone();
+            // A thread new here is journaled as a creation, one we have as a change; another
+            // process may create it in between, so a creation that finds it looks again.
+            let mut known = self.shared.read(|set| Ok(set.position(&id).is_some()))?;
+            loop {
+                let candidate = thread.clone();
+                let outcome = self.shared.change(known.then_some(id.as_str()), |set, _| {
+                    let before = match set.position(&id) {
+                        Some(_) if !known => return Ok((None, false)),
+                        Some(i) => Some((set.threads[i].steps.len(), set.view(&id)?)),
+                        None => None,
+                    };
+                    absorb(set, candidate);
+                    let after = set.view(&id)?;
+                    Ok(match before {
+                        None => (Some(Imported::Added(after.step_count)), true),
+                        Some((steps, view)) => {
+                            let changed = view != after;
+                            let new_steps = after.step_count.saturating_sub(steps);
+                            (Some(Imported::Merged(new_steps, changed)), changed)
+                        }
+                    })
+                })?;
+                match outcome {
+                    None => known = true,
+                    Some(Imported::Added(steps)) => {
+                        counts.added += 1;
+                        counts.steps_added += steps;
+                        break;
+                    }
+                    Some(Imported::Merged(steps, changed)) => {
+                        if changed {
+                            counts.merged += 1;
+                        } else {
+                            counts.unchanged += 1;
+                        }
+                        counts.steps_added += steps;
+                        break;
+                    }
+                }
+            }
+        }
+        self.flush()?;
+        Ok(counts)
     }
 
     /// Every thread's view in file order, after merging the file (for checks and exports).

@@ -517,3 +517,65 @@ fn replaced_edited_and_removed_files_are_noticed() {
         .unwrap();
     assert_eq!(on_disk(&path).len(), 2);
 }
+
+/// Importing another threads file merges by id and step id, is idempotent, keeps this file's
+/// own threads and steps, and what it brought survives a reopen.
+#[test]
+fn import_merges_another_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Manual::at(1_800_000_000.0);
+    let source = dir.path().join("old/coral_threads.json");
+    std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+    let theirs = ThreadStore::open_with(&source, manual(&clock)).unwrap();
+    let shared = theirs
+        .create("发布 v2.0", Some("升级"), None, Some("chatA"))
+        .unwrap();
+    theirs
+        .advance(&shared.thread_id, "向量重建完成", None, Some("chatB"))
+        .unwrap();
+    let only_theirs = theirs.create("their own", None, None, None).unwrap();
+    theirs.flush().unwrap();
+
+    let target = dir.path().join("new/coral_threads.json");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let ours = ThreadStore::open_with(&target, manual(&clock)).unwrap();
+    let mine = ours.create("mine", None, None, None).unwrap();
+    let first = ours.import(&source).unwrap();
+    assert_eq!((first.found, first.added, first.merged), (2, 2, 0));
+    assert_eq!(first.steps_added, 1);
+
+    // The source moves on; ours advances the shared thread too.
+    clock.set(1_800_000_100.0);
+    theirs
+        .advance(&shared.thread_id, "检索验证通过", None, None)
+        .unwrap();
+    theirs.flush().unwrap();
+    ours.advance(&shared.thread_id, "our step", Some(false), None)
+        .unwrap();
+    let second = ours.import(&source).unwrap();
+    assert_eq!((second.added, second.merged, second.unchanged), (0, 1, 1));
+    assert_eq!(second.steps_added, 1);
+    let third = ours.import(&source).unwrap();
+    assert_eq!((third.added, third.merged, third.steps_added), (0, 0, 0));
+    drop(ours);
+
+    let reopened = ThreadStore::open_with(&target, manual(&clock)).unwrap();
+    let all = reopened.all().unwrap();
+    let ids: Vec<&str> = all.iter().map(|t| t.thread_id.as_str()).collect();
+    for id in [&mine.thread_id, &shared.thread_id, &only_theirs.thread_id] {
+        assert!(ids.contains(&id.as_str()), "{id} missing from {ids:?}");
+    }
+    let merged = all
+        .iter()
+        .find(|t| t.thread_id == shared.thread_id)
+        .unwrap();
+    let texts: Vec<&str> = merged.steps.iter().map(|s| &*s.text).collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    for t in ["向量重建完成", "检索验证通过", "our step"] {
+        assert_eq!(
+            texts.iter().filter(|x| **x == t).count(),
+            1,
+            "{t} in {texts:?}"
+        );
+    }
+}

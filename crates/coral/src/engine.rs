@@ -229,6 +229,9 @@ pub struct ImportReport {
     pub skipped_lines: usize,
     /// What reading the source noticed.
     pub notes: Vec<String>,
+    /// The source's threads (`coral_threads.json` beside its memories), merged by id and step
+    /// id; `None` when it has no threads file.
+    pub threads: Option<coral_thread::ImportCounts>,
 }
 
 impl Engine {

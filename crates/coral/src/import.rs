@@ -1,4 +1,5 @@
-//! Importing a Python Coral `memory_data/` directory (SPEC 4.3).
+//! Importing a Python Coral `memory_data/` directory: its memories, then its threads
+//! (docs/storage.md, "Importing").
 
 use std::path::Path;
 
@@ -92,6 +93,12 @@ impl Coral {
         let held = engine.guarded(&config, now);
         engine.maintain(held.as_ref().unwrap_or(&config), now)?;
         engine.store.checkpoint()?;
+        drop(engine);
+        // The threads, which the original keeps beside its memories by default.
+        let threads = source.join(crate::THREADS_FILE);
+        if threads.exists() {
+            report.threads = Some(self.threads().store().import(&threads)?);
+        }
         Ok(report)
     }
 }

@@ -85,6 +85,11 @@ impl Threads {
         })
     }
 
+    /// The thread store itself (every operation of `coral_thread::ThreadStore`).
+    pub fn store(&self) -> &ThreadStore {
+        &self.store
+    }
+
     /// The threads file.
     pub fn path(&self) -> &Path {
         self.store.path()
