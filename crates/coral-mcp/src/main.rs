@@ -33,6 +33,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod model_cmd;
+mod notice;
 mod plugin;
 mod thread_cmd;
 mod time;
@@ -119,8 +120,18 @@ fn open(cli: &Cli) -> Result<Coral, Failure> {
     }
     let coral = Coral::open_loaded(loaded, &path)?;
     if !cli.quiet {
+        let embedder_note = coral.stats().embedder_note;
         for n in coral.notices() {
-            errln!("coral: {n}");
+            if embedder_note.as_deref() == Some(n.as_str()) && !cli.verbose {
+                // The embedder's fallback is a standing fact, not news: said once per data
+                // directory, in one line; `-v` says it in full every time.
+                let dir = coral.config().store_paths().dir;
+                if notice::first_time(&dir, n) {
+                    errln!("coral: {} (said once; -v for details)", notice::short(n));
+                }
+            } else {
+                errln!("coral: {n}");
+            }
         }
     }
     Ok(coral)

@@ -479,7 +479,15 @@ fn the_originals_default_config_starts_without_a_model() {
     .unwrap();
     let config = home.path().join("coral_config.json");
     std::fs::write(&config, &golden).unwrap();
-    ok(&home.run(&["insert", "用户喜欢喝冰镇拿铁咖啡"]));
+    let first = home.run(&["insert", "用户喜欢喝冰镇拿铁咖啡"]);
+    ok(&first);
+    let said = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(
+        said.matches("\"sentence-transformers\"").count(),
+        1,
+        "one notice: {said}"
+    );
+    assert!(said.contains("said once"), "{said}");
     let out = home.run(&["--json", "stats"]);
     let stats: Value = serde_json::from_str(&ok(&out)).unwrap();
     assert_eq!(stats["stats"]["embedder"], "hash");
@@ -491,10 +499,15 @@ fn the_originals_default_config_starts_without_a_model() {
         "{note}"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        stderr.matches("\"sentence-transformers\"").count(),
-        1,
-        "one notice: {stderr}"
+    assert!(
+        !stderr.contains("sentence-transformers"),
+        "said once per data directory: {stderr}"
+    );
+    let detailed = home.run(&["-v", "stats"]);
+    let detail = String::from_utf8_lossy(&detailed.stderr);
+    assert!(
+        detail.contains("coral model fetch"),
+        "-v says it in full: {detail}"
     );
     // The MCP server starts on it and answers.
     let mut mcp = home
