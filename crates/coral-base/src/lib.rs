@@ -23,6 +23,7 @@ mod jaccard;
 mod json;
 pub mod liveness;
 mod quote;
+pub mod secrets;
 mod text;
 
 pub use echo::{ECHO_CHARS, MAX_MESSAGE_BYTES, bound_message, echo, echo_json};
