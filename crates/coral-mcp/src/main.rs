@@ -587,7 +587,8 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
 /// acknowledgement line, flushed before the next line is read, so the n-th ack answers the
 /// n-th line: the handler's object with `"ok": true`, or `{"line", "ok": false, "error"}`.
 /// A blank line is such an error (there is nothing to store), like an empty `coral insert ""`.
-/// Returns how many lines failed.
+/// Returns how many lines failed. An acknowledgement that cannot be written ends the stream
+/// with an error naming its line and whether that line was stored.
 pub(crate) fn ack_lines(
     mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
 ) -> Result<usize, Failure> {
@@ -622,9 +623,25 @@ pub(crate) fn ack_lines(
                 json!({"line": line_no, "ok": false, "error": coral::bound_message(format!("{e:#}"))})
             }
         };
-        serde_json::to_writer(&mut out, &ack)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
+        let recorded = ack["ok"] == true;
+        let written = serde_json::to_writer(&mut out, &ack)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            // The caller can no longer tell what was stored from what was not: stop reading,
+            // and say where the stream stopped.
+            return Err(anyhow::anyhow!(
+                "cannot write the acknowledgement of line {line_no} to standard output ({e}): \
+                 line {line_no} {}, and no later line was read",
+                if recorded {
+                    "was stored"
+                } else {
+                    "was not stored"
+                }
+            )
+            .into());
+        }
     }
     Ok(failures)
 }
