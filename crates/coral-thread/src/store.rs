@@ -20,7 +20,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::codec;
-use crate::error::{Error, IoContext, Result};
+use coral_base::IoContext;
+
+use crate::error::{Error, Result};
 use crate::lock;
 use crate::merge::{absorb, merge};
 use crate::model::{Status, StatusReport, ThreadView};
@@ -514,7 +516,7 @@ impl Shared {
         match std::fs::metadata(&self.path) {
             Ok(m) => Ok(Some(Fingerprint::of(&m))),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).at(&self.path),
+            Err(e) => Err(e).at(&self.path).map_err(Error::from),
         }
     }
 
@@ -562,7 +564,7 @@ impl Shared {
                 st.known = None;
                 return Ok(());
             }
-            Err(e) => return Err(e).at(&self.path),
+            Err(e) => return Err(e).at(&self.path).map_err(Error::from),
         };
         let fp = Fingerprint::of(&file.metadata().at(&self.path)?);
         if st.known == Some(fp) {
