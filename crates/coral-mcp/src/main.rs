@@ -32,6 +32,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 
 mod cli;
 mod config_cmd;
+mod globals;
 mod model_cmd;
 mod plugin;
 mod thread_cmd;
@@ -49,6 +50,7 @@ use coral::{Config, Coral, Insert, InsertOptions, SearchOptions};
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
+use globals::Globals;
 
 /// An error with the exit code it maps to.
 struct Failure {
@@ -76,7 +78,7 @@ fn usage(msg: impl Into<String>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    match run(&cli.command, &cli.globals) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             errln!("coral: error: {}", describe(&f.error));
@@ -102,7 +104,7 @@ fn describe(error: &anyhow::Error) -> String {
 }
 
 /// The configuration with `--data-dir` applied, for commands that do not open the store.
-fn load_config(cli: &Cli) -> Result<Config, Failure> {
+fn load_config(cli: &Globals) -> Result<Config, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -111,7 +113,7 @@ fn load_config(cli: &Cli) -> Result<Config, Failure> {
     Ok(loaded.config)
 }
 
-fn open(cli: &Cli) -> Result<Coral, Failure> {
+fn open(cli: &Globals) -> Result<Coral, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -147,8 +149,8 @@ fn print_json(value: &serde_json::Value) {
     );
 }
 
-fn run(cli: &Cli) -> Result<u8, Failure> {
-    match &cli.command {
+fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
+    match command {
         Command::Config { command } => {
             let path = Config::resolve_path(cli.config.as_deref());
             let value = config_cmd::run(&path, command)?;
@@ -538,7 +540,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     }
 }
 
-fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
+fn import(cli: &Globals, dir: &Path) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
