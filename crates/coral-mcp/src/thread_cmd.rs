@@ -1,4 +1,4 @@
-//! `coral thread ...`: the thread operations (SPEC 8) from the command line.
+//! `coral thread ...`: the thread operations (docs/threads.md) from the command line.
 //!
 //! These commands open only the threads file, never the memory store: they need no data
 //! directory lock, so they work while an MCP server runs on the same directory, and several

@@ -1,5 +1,5 @@
-//! `coral timeline ...`: the timeline's reads and upkeep (SPEC 11) from the command line, for
-//! looking at what a host recorded: the context it would send, what is due, retrieval, the
+//! `coral timeline ...`: the timeline's reads and upkeep (docs/timeline.md) from the command line,
+//! for looking at what a host recorded: the context it would send, what is due, retrieval, the
 //! catalogue, one entry or summary, whole turns by date.
 //!
 //! Every command is the tool of the same name run through the registry, so arguments are

@@ -1,4 +1,4 @@
-//! Several real `coral insert --stdin --jsonl` processes on one data directory (SPEC 4.4):
+//! Several real `coral insert --stdin --jsonl` processes on one data directory (docs/storage.md):
 //! thousands of interleaved inserts (some duplicated across processes), deletes and searches.
 //! The directory must end with exactly the acknowledged inserts minus the acknowledged deletes,
 //! every process must agree after one call, and a process killed mid-run must not cost any

@@ -168,7 +168,7 @@ struct Shared {
     wake: Condvar,
 }
 
-/// Threads stored in one file and shared with other processes (SPEC 8). All methods take
+/// Threads stored in one file and shared with other processes (docs/threads.md). All methods take
 /// `&self`; the store is `Send + Sync`.
 pub struct ThreadStore {
     shared: Arc<Shared>,
