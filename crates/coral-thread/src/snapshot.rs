@@ -96,7 +96,7 @@ pub fn snapshot(threads_path: &Path) -> Result<Snapshot> {
 mod tests {
     use super::*;
     use crate::store::{StoreOptions, ThreadStore};
-    use crate::sync::SyncPolicy;
+    use coral_base::SyncPolicy;
     use std::time::Duration;
 
     #[test]

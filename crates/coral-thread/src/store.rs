@@ -29,7 +29,7 @@ use crate::model::{Status, StatusReport, ThreadView};
 use crate::own_journal::OwnJournal;
 use crate::recover::{self, Claimed};
 use crate::set::{ThreadSet, Undo};
-use crate::sync::SyncPolicy;
+use coral_base::SyncPolicy;
 
 /// How often (clock seconds) a store also looks for ended processes' journals when it only
 /// reads; checkpoints always look. A directory listing per second is noise next to the
