@@ -116,6 +116,39 @@ fn assert_sound(config: &Path, what: &str) {
     );
 }
 
+/// Run `coral -q <args>` under `fault`, feeding it `lines` on stdin; check it ended clearly
+/// and return its output and stderr.
+fn run_stream(
+    strace: &str,
+    fault: &Fault,
+    config: &Path,
+    args: &[&str],
+    lines: &[String],
+) -> (std::process::Output, String) {
+    let mut child = Command::new(strace)
+        .args(fault.strace_args())
+        .arg(CORAL)
+        .arg("--config")
+        .arg(config)
+        .arg("-q")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = lines.join("\n") + "\n";
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_clear_end(out.status, &stderr, fault);
+    (out, stderr)
+}
+
 fn memory_faults() -> Vec<Fault> {
     let mut out = Vec::new();
     for errno in ["ENOSPC", "EIO"] {
@@ -168,27 +201,8 @@ fn memory_inserts_under_injected_faults_lose_nothing_acknowledged() {
                 )
             })
             .collect();
-        let mut child = Command::new(strace)
-            .args(fault.strace_args())
-            .arg(CORAL)
-            .arg("--config")
-            .arg(&config)
-            .args(["-q", "insert", "--stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = lines.join("\n") + "\n";
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        });
-        let out = child.wait_with_output().unwrap();
-        feeder.join().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (out, _) = run_stream(strace, fault, &config, &["insert", "--stdin"], &lines);
         let what = format!("{fault:?}");
-        assert_clear_end(out.status, &stderr, fault);
         for (i, line) in String::from_utf8_lossy(&out.stdout).lines().enumerate() {
             let ack: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{what}: ack {i} is not JSON ({e}): {line}"));
@@ -513,26 +527,8 @@ fn thread_advances_under_injected_faults_lose_nothing_acknowledged() {
     for (n, fault) in faults.iter().enumerate() {
         let what = format!("{fault:?}");
         let lines: Vec<String> = (0..30).map(|i| format!("fault run {n} step {i}")).collect();
-        let mut child = Command::new(strace)
-            .args(fault.strace_args())
-            .arg(CORAL)
-            .arg("--config")
-            .arg(&config)
-            .args(["-q", "thread", "advance", &id, "--stdin", "--not-done"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = lines.join("\n") + "\n";
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        });
-        let out = child.wait_with_output().unwrap();
-        feeder.join().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_clear_end(out.status, &stderr, fault);
+        let args = ["thread", "advance", &id, "--stdin", "--not-done"];
+        let (out, stderr) = run_stream(strace, fault, &config, &args, &lines);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let mut answered = 0;
         for (i, line) in stdout.lines().enumerate() {
