@@ -1,10 +1,15 @@
-//! The dependency rules of ARCHITECTURE.md, checked with `cargo metadata`.
+//! The dependency rules of ARCHITECTURE.md, checked with `cargo metadata`: which of our crates
+//! each crate may use, which external crates only the edge may use, where HTTP clients may
+//! live, and that ARCHITECTURE.md's crate list and crate graph match the workspace
+//! (`architecture_doc.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::architecture_doc::{self, Workspace};
 
 /// Which of our crates each crate may depend on (normal and build dependencies).
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -33,7 +38,59 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// External crates only the edge may use.
 const EDGE_ONLY: &[&str] = &["tokio", "rmcp", "hyper", "axum"];
 
+/// HTTP client crates: whatever can send data off the machine.
+const HTTP_CLIENTS: &[&str] = &["ureq", "hyper", "reqwest", "attohttpc", "isahc", "curl"];
+
+/// The crates that may depend on an HTTP client, and why (ARCHITECTURE.md says the same).
+const HTTP_CLIENT_HOMES: &[(&str, &str)] = &[
+    (
+        "coral-heat",
+        "the LLM client, OpenAiClient, for distillation and the timeline's summaries",
+    ),
+    (
+        "coral-mcp",
+        "model downloads (`coral model fetch`) and the servers",
+    ),
+];
+
+/// Workspace members that ship nothing and may use anything.
+const TOOLING: &[&str] = &["xtask", "coral-benches"];
+
+/// One dependency of a workspace member, as `cargo metadata` lists it.
+#[derive(Clone, Debug)]
+pub(crate) struct Dep {
+    pub(crate) name: String,
+    /// `None` for a normal dependency, else `"dev"` or `"build"`.
+    pub(crate) kind: Option<String>,
+}
+
+/// A workspace member.
+#[derive(Clone, Debug)]
+pub(crate) struct Package {
+    pub(crate) name: String,
+    /// Its folder relative to the workspace root (`crates/coral-store`, `xtask`).
+    pub(crate) folder: String,
+    pub(crate) deps: Vec<Dep>,
+}
+
 pub fn check(root: &Path) -> Result<()> {
+    let packages = metadata(root)?;
+    let doc_path = root.join("ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&doc_path)
+        .with_context(|| format!("reading {}", doc_path.display()))?;
+    let mut problems = rule_problems(&packages);
+    problems.extend(architecture_doc::problems(&doc, &Workspace::of(&packages)));
+    if !problems.is_empty() {
+        bail!("dependency rules broken:\n  {}", problems.join("\n  "));
+    }
+    eprintln!(
+        "xtask deps: dependency rules hold; ARCHITECTURE.md's crate list and graph match the \
+         workspace"
+    );
+    Ok(())
+}
+
+fn metadata(root: &Path) -> Result<Vec<Package>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps"])
@@ -47,29 +104,76 @@ pub fn check(root: &Path) -> Result<()> {
         );
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let ours: Vec<&str> = meta["packages"]
+    let workspace_root = meta["workspace_root"].as_str().unwrap_or_default();
+    let str_of = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    Ok(meta["packages"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
-    let rules: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
-    let mut problems = Vec::new();
-    for package in meta["packages"].as_array().into_iter().flatten() {
-        let name = package["name"].as_str().unwrap_or_default();
-        let Some(allowed) = rules.get(name) else {
-            continue; // xtask and benches may use anything
-        };
-        for dep in package["dependencies"].as_array().into_iter().flatten() {
-            if dep["kind"].as_str() == Some("dev") {
-                continue;
+        .map(|p| {
+            let manifest = Path::new(p["manifest_path"].as_str().unwrap_or_default());
+            let folder = manifest
+                .parent()
+                .and_then(|d| d.strip_prefix(workspace_root).ok())
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Package {
+                name: str_of(&p["name"]),
+                folder,
+                deps: p["dependencies"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|d| Dep {
+                        name: str_of(&d["name"]),
+                        kind: d["kind"].as_str().map(String::from),
+                    })
+                    .collect(),
             }
-            let dep_name = dep["name"].as_str().unwrap_or_default();
+        })
+        .collect())
+}
+
+/// Every broken dependency rule, one sentence each.
+pub(crate) fn rule_problems(packages: &[Package]) -> Vec<String> {
+    let ours: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
+    let rules: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let homes: Vec<&str> = HTTP_CLIENT_HOMES.iter().map(|(c, _)| *c).collect();
+    let mut problems = Vec::new();
+    for package in packages {
+        let name = package.name.as_str();
+        if TOOLING.contains(&name) {
+            continue;
+        }
+        let Some(allowed) = rules.get(name) else {
+            problems.push(format!(
+                "crate {name} has no dependency rule: add it to ALLOWED in xtask/src/deps.rs \
+                 (and to ARCHITECTURE.md)"
+            ));
+            continue;
+        };
+        for dep in package
+            .deps
+            .iter()
+            .filter(|d| d.kind.as_deref() != Some("dev"))
+        {
+            let dep_name = dep.name.as_str();
             if ours.contains(&dep_name) && !allowed.contains(&dep_name) {
                 problems.push(format!("{name} must not depend on {dep_name}"));
             }
             if EDGE_ONLY.contains(&dep_name) && name != "coral-mcp" {
                 problems.push(format!("{name} must not depend on {dep_name} (edge only)"));
+            }
+            if HTTP_CLIENTS.contains(&dep_name) && !homes.contains(&name) {
+                let where_ = HTTP_CLIENT_HOMES
+                    .iter()
+                    .map(|(c, why)| format!("{c} ({why})"))
+                    .collect::<Vec<_>>()
+                    .join(" and ");
+                problems.push(format!(
+                    "{name} must not depend on the HTTP client {dep_name}: only {where_} may \
+                     send requests (ARCHITECTURE.md, Invariants)"
+                ));
             }
         }
     }
@@ -78,9 +182,95 @@ pub fn check(root: &Path) -> Result<()> {
             problems.push(format!("crate {name} is missing from the workspace"));
         }
     }
-    if !problems.is_empty() {
-        bail!("dependency rules broken:\n  {}", problems.join("\n  "));
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Package {
+        Package {
+            name: name.into(),
+            folder: format!("crates/{name}"),
+            deps: deps
+                .iter()
+                .map(|(n, k)| Dep {
+                    name: (*n).into(),
+                    kind: k.map(String::from),
+                })
+                .collect(),
+        }
     }
-    eprintln!("xtask deps: dependency rules hold");
-    Ok(())
+
+    /// Every crate of the rules, each with only `coral-base` (or nothing, for the base).
+    fn workspace() -> Vec<Package> {
+        ALLOWED
+            .iter()
+            .map(|(name, allowed)| {
+                let deps: Vec<(&str, Option<&str>)> =
+                    allowed.iter().take(1).map(|d| (*d, None)).collect();
+                package(name, &deps)
+            })
+            .collect()
+    }
+
+    fn with(mut ws: Vec<Package>, name: &str, dep: &str, kind: Option<&str>) -> Vec<Package> {
+        let p = ws.iter_mut().find(|p| p.name == name).unwrap();
+        p.deps.push(Dep {
+            name: dep.into(),
+            kind: kind.map(String::from),
+        });
+        ws
+    }
+
+    #[test]
+    fn http_clients_only_in_their_homes() {
+        assert_eq!(rule_problems(&workspace()), Vec::<String>::new());
+        let ok = with(workspace(), "coral-heat", "ureq", None);
+        let ok = with(ok, "coral-mcp", "reqwest", None);
+        // A test may use one anywhere.
+        let ok = with(ok, "coral-store", "ureq", Some("dev"));
+        assert_eq!(rule_problems(&ok), Vec::<String>::new());
+        for client in HTTP_CLIENTS {
+            let bad = with(workspace(), "coral-timeline", client, None);
+            let problems = rule_problems(&bad);
+            assert!(
+                problems.iter().any(|p| p.starts_with(&format!(
+                    "coral-timeline must not depend on the HTTP client {client}: only coral-heat"
+                ))),
+                "{problems:?}"
+            );
+        }
+        let bad = with(workspace(), "coral", "curl", Some("build"));
+        assert_eq!(rule_problems(&bad).len(), 1);
+    }
+
+    #[test]
+    fn crate_edges_and_edge_crates_are_checked_and_tooling_is_free() {
+        let bad = with(workspace(), "coral-store", "coral-score", None);
+        assert_eq!(
+            rule_problems(&bad),
+            ["coral-store must not depend on coral-score"]
+        );
+        let bad = with(workspace(), "coral", "tokio", None);
+        assert_eq!(
+            rule_problems(&bad),
+            ["coral must not depend on tokio (edge only)"]
+        );
+        let mut ws = workspace();
+        ws.push(package("xtask", &[("ureq", None), ("coral-store", None)]));
+        ws.push(package("coral-new", &[]));
+        assert_eq!(
+            rule_problems(&ws),
+            [
+                "crate coral-new has no dependency rule: add it to ALLOWED in xtask/src/deps.rs \
+              (and to ARCHITECTURE.md)"
+            ]
+        );
+        ws.retain(|p| p.name != "coral-heat");
+        assert!(
+            rule_problems(&ws).contains(&"crate coral-heat is missing from the workspace".into())
+        );
+    }
 }

@@ -3,7 +3,8 @@
 //! - `ci`: what `.ci/run` runs: fmt check, the dependency rules, clippy with warnings denied,
 //!   the MCP client checks, `cargo test --workspace`.
 //! - `clients`: `coral mcp` checked by the official Python MCP client and the MCP Inspector.
-//! - `deps`: check that the crate graph follows ARCHITECTURE.md.
+//! - `deps`: check that the crate graph follows ARCHITECTURE.md (rules, HTTP client homes, and
+//!   the doc's crate list and graph against `cargo metadata`).
 //! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
 //!   `target/coral-bench/stress-20k.json`.
 //! - `stress-threads`: 300 threads × 20 advances in one process, then 3 OS processes × 30
@@ -23,6 +24,7 @@
 //! - `fixtures`: refresh `fixtures/compat/` and `fixtures/models/` from
 //!   `../shared/upstream-data/`.
 
+mod architecture_doc;
 mod clients;
 mod deps;
 mod embed_bench;

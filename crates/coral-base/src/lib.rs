@@ -2,7 +2,8 @@
 //! and CJK classes ([`normalize`], [`is_cjk`], [`fold_term`]), set Jaccard
 //! ([`set_jaccard_sorted`]), quoting text for a model ([`push_quoted`], [`one_line`]), bounded
 //! echoes of values in errors ([`echo`]), process liveness ([`liveness::check`]), I/O errors
-//! that name their file ([`IoContext`]) and the names of JSON kinds ([`kind_name`]).
+//! that name their file ([`IoContext`]), the names of JSON kinds ([`kind_name`]) and when journal
+//! appends reach the disk ([`SyncPolicy`], [`Syncer`]).
 //!
 //! It sits at the bottom of the crate graph: every other Coral crate may use it, it uses none.
 //!
@@ -24,6 +25,7 @@ mod json;
 pub mod liveness;
 mod quote;
 pub mod secrets;
+mod sync;
 mod text;
 
 pub use echo::{ECHO_CHARS, MAX_MESSAGE_BYTES, bound_message, echo, echo_json};
@@ -32,4 +34,5 @@ pub use jaccard::set_jaccard_sorted;
 pub use json::kind_name;
 pub use liveness::Liveness;
 pub use quote::{is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted};
+pub use sync::{SyncPolicy, Syncer};
 pub use text::{changes_when_lowercased, clean_term, fold_term, is_cjk, normalize};

@@ -1,4 +1,4 @@
-//! `BatchingEmbedder`: concurrent callers' texts share one model call (SPEC 9.3).
+//! `BatchingEmbedder`: concurrent callers' texts share one model call (docs/embeddings.md).
 //!
 //! The first request to arrive while no batch is open becomes the batch's leader. It waits for
 //! company, at most `window`, and no longer than it takes as many requests as the last batch had

@@ -1,4 +1,13 @@
-//! The crate's error type.
+//! The crate's error type, and `Looked`, the places a missing model's error lists.
+
+/// One place looked at, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Looked {
+    /// What setting or convention the place comes from.
+    pub source: &'static str,
+    /// The directory (a pattern for the hub cache).
+    pub path: String,
+}
 
 /// Everything that can go wrong in `coral-embed`.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +35,7 @@ pub enum Error {
         /// Where it was looked for and how to install it.
         detail: String,
         /// Every place looked at.
-        looked: Vec<crate::model::Looked>,
+        looked: Vec<Looked>,
     },
     /// An ONNX model was asked for and this build cannot run ONNX models (no `onnx` feature).
     #[error("embedding model {model}: {detail}")]

@@ -1,4 +1,4 @@
-//! The hash embedder (SPEC 3.3): signed feature hashing of tokens, no model needed.
+//! The hash embedder (docs/embeddings.md): signed feature hashing of tokens, no model needed.
 
 use blake2::Blake2b;
 use blake2::digest::Digest;

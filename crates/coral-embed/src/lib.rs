@@ -40,12 +40,12 @@ mod usem3;
 
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use embedder::Embedder;
-pub use error::{Error, Result};
+pub use error::{Error, Looked, Result};
 pub use features::{TextFeatures, bitmap_of, text_features, token_hash};
 pub use hash_embedder::{HashEmbedder, hash_embed_into};
 pub use id::{item_id, token_count};
 pub use model::{
-    InstalledModel, Looked, MODELS, ModelFiles, ModelKind, ModelSearch, ModelSpec, Pooling,
+    InstalledModel, MODELS, ModelFiles, ModelKind, ModelSearch, ModelSpec, Pooling,
     coral_cache_from_env, find_model, hub_cache_from_env, hub_id, hub_repo_dir, installed_models,
     model_spec, snapshots,
 };

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::error::{Error, Looked, Result};
 
 /// How token rows become one sentence vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,15 +286,6 @@ impl ModelFiles {
 
 fn read_json(path: &Path) -> Option<serde_json::Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-/// One place looked at, for error messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Looked {
-    /// What setting or convention the place comes from.
-    pub source: &'static str,
-    /// The directory (a pattern for the hub cache).
-    pub path: String,
 }
 
 /// Find an installed model. `name` is a hub id (`org/name`) or a short name from [`MODELS`].

@@ -1,4 +1,4 @@
-//! `OnnxEmbedder`: a sentence-transformer exported to ONNX, run with ort (SPEC 9.2).
+//! `OnnxEmbedder`: a sentence-transformer exported to ONNX, run with ort (docs/embeddings.md).
 //!
 //! The pipeline is the one sentence-transformers runs: tokenise (truncated to the model's
 //! maximum length, padded only to the longest text of the batch), run the transformer, pool the

@@ -3,7 +3,7 @@
 use coral_base::{is_cjk, normalize};
 use unicode_normalization::char::is_combining_mark;
 
-/// Splits text into tokens (SPEC 3.1), keeping order and duplicates.
+/// Splits text into tokens (docs/embeddings.md), keeping order and duplicates.
 ///
 /// The text is NFKC-normalised and lower-cased; every maximal run of letters and digits (plus
 /// the combining marks that follow them, so Indic and Thai words stay whole) is a token. A run

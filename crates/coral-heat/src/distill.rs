@@ -1,5 +1,5 @@
-//! Distillation planning (SPEC 6.4): which cool, similar items to merge, and the counters of the
-//! summary that replaces them.
+//! Distillation planning (docs/heat.md, "Distillation"): which cool, similar items to merge, and
+//! the counters of the summary that replaces them.
 
 use crate::governance::coolest_first;
 use crate::union_find::UnionFind;
@@ -21,7 +21,7 @@ pub struct DistillCandidate<'a> {
     pub tokens: &'a [u64],
 }
 
-/// Distillation knobs; the defaults are SPEC 7's.
+/// Distillation knobs; the defaults are docs/configuration.md's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DistillParams {
     /// Two items link when their set-Jaccard is at least this (`memory.distill_sim_threshold`).

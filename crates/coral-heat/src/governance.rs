@@ -1,4 +1,4 @@
-//! Capacity governance (SPEC 6.3): headroom and heat-ordered eviction.
+//! Capacity governance (docs/heat.md): headroom and heat-ordered eviction.
 
 use crate::{Candidate, HeatParams, heat};
 

@@ -1,4 +1,4 @@
-//! What Coral asks a language model for, and what it accepts back (SPEC 6.4).
+//! What Coral asks a language model for, and what it accepts back (docs/heat.md, "Distillation").
 
 use crate::{Error, Result};
 
@@ -37,7 +37,7 @@ pub(crate) struct Prompt {
 
 /// Builds the request for `texts`. Memories are sent as a JSON array of strings, so they are
 /// unambiguously quoted data: nothing inside a memory can pose as part of the instructions
-/// (SPEC 13).
+/// (docs/heat.md, "What the model is asked").
 pub(crate) fn summary_prompt(texts: &[&str]) -> Result<Prompt> {
     if texts.is_empty() {
         return Err(Error::EmptyCluster);

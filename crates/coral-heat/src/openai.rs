@@ -10,7 +10,7 @@ use crate::llm::summary_prompt;
 use crate::settings::mask;
 use crate::{Error, Llm, LlmSettings, Result, clean_summary};
 
-/// Sampling temperature of summary requests (SPEC 6.4).
+/// Sampling temperature of summary requests (docs/heat.md, "Distillation").
 const TEMPERATURE: f64 = 0.2;
 /// Token budget of an answer: generous because reasoning models spend tokens thinking.
 const MAX_TOKENS: u32 = 1_024;

@@ -1,11 +1,11 @@
-//! The disk quota policy (SPEC 6.5): when to warn, how far to trim the archive, which cold items
-//! to drop.
+//! The disk quota policy (docs/heat.md, "Disk budget"): when to warn, how far to trim the archive,
+//! which cold items to drop.
 //!
 //! # Estimate model
 //!
 //! The caller measures and this module only adds and subtracts:
 //!
-//! - `usage_bytes` is the directory's usage as SPEC 6.5 defines it: the sizes of the data files
+//! - `usage_bytes` is the directory's usage as docs/heat.md defines it: the sizes of the data files
 //!   on disk (archive included) plus the projected vector bytes, `items × dim × 4`.
 //! - Trimming the archive to `n` bytes frees `archive_bytes − n` (the caller drops the oldest
 //!   archive lines until the file is at most `n` bytes, which may free a little more).
@@ -20,7 +20,8 @@
 use crate::governance::coolest_first;
 use crate::{Candidate, HeatParams};
 
-/// `storage.max_bytes`, `storage.warn_ratio` and `storage.hard_ratio`; the defaults are SPEC 7's.
+/// `storage.max_bytes`, `storage.warn_ratio` and `storage.hard_ratio`; the defaults are
+/// docs/configuration.md's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QuotaLimits {
     /// The budget in bytes; 0 means no quota.

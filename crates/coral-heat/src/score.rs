@@ -1,4 +1,4 @@
-//! The heat formula (SPEC 6.1): frequency, recency and importance, weighted.
+//! The heat formula (docs/heat.md): frequency, recency and importance, weighted.
 
 /// Weights of the three heat terms.
 #[derive(Clone, Copy, Debug, PartialEq)]

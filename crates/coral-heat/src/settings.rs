@@ -3,12 +3,12 @@
 use std::fmt;
 use std::time::Duration;
 
-/// The model used when `llm.model` is empty (SPEC 7).
+/// The model used when `llm.model` is empty (docs/configuration.md).
 pub const DEFAULT_MODEL: &str = "deepseek-chat";
 /// DeepSeek's endpoint, used when the key comes from `DEEPSEEK_API_KEY` and no base URL is set
 /// anywhere.
 pub const DEEPSEEK_BASE_URL: &str = "https://api.deepseek.com";
-/// How long one summary request may take (SPEC 6.4).
+/// How long one summary request may take (docs/heat.md, "Distillation").
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A resolved LLM endpoint. `Debug` masks the api key.

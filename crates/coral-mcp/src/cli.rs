@@ -1,28 +1,19 @@
-//! Command-line arguments.
+//! Command-line arguments: the command grammar (each command's own arguments live with the
+//! command, in `*_cmd.rs`; the options all of them take in `globals.rs`).
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::globals::Globals;
+
 /// Coral: heat-aware, persistent memory for LLM agents.
 #[derive(Debug, Parser)]
 #[command(name = "coral", version, about, long_about = None)]
 pub struct Cli {
-    /// Config file (default: $CORAL_CONFIG_PATH, else ./coral_config.json; created if missing).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// Keep every data file in this directory (overrides the config and $CORAL_DATA_DIR).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Machine-readable JSON output.
-    #[arg(long, global = true)]
-    pub json: bool,
-    /// Print no notices on stderr.
-    #[arg(short, long, global = true)]
-    pub quiet: bool,
-    /// Print more detail on stderr.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
+    /// The options every command takes.
+    #[command(flatten)]
+    pub globals: Globals,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

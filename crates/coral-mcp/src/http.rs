@@ -1,4 +1,4 @@
-//! `coral http`: the HTTP sidecar (SPEC 10.4) for hosts that are not MCP clients.
+//! `coral http`: the HTTP sidecar (docs/servers.md) for hosts that are not MCP clients.
 //!
 //! `POST /rpc` with `{"tool": name, "args": {...}}` runs a tool from the same registry as MCP.
 //! Every answer is JSON: `{"ok": true, "result": ...}` or `{"ok": false, "error": "..."}` with

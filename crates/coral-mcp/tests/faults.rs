@@ -116,6 +116,39 @@ fn assert_sound(config: &Path, what: &str) {
     );
 }
 
+/// Run `coral -q <args>` under `fault`, feeding it `lines` on stdin; check it ended clearly
+/// and return its output and stderr.
+fn run_stream(
+    strace: &str,
+    fault: &Fault,
+    config: &Path,
+    args: &[&str],
+    lines: &[String],
+) -> (std::process::Output, String) {
+    let mut child = Command::new(strace)
+        .args(fault.strace_args())
+        .arg(CORAL)
+        .arg("--config")
+        .arg(config)
+        .arg("-q")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = lines.join("\n") + "\n";
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_clear_end(out.status, &stderr, fault);
+    (out, stderr)
+}
+
 fn memory_faults() -> Vec<Fault> {
     let mut out = Vec::new();
     for errno in ["ENOSPC", "EIO"] {
@@ -168,27 +201,8 @@ fn memory_inserts_under_injected_faults_lose_nothing_acknowledged() {
                 )
             })
             .collect();
-        let mut child = Command::new(strace)
-            .args(fault.strace_args())
-            .arg(CORAL)
-            .arg("--config")
-            .arg(&config)
-            .args(["-q", "insert", "--stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = lines.join("\n") + "\n";
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        });
-        let out = child.wait_with_output().unwrap();
-        feeder.join().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (out, _) = run_stream(strace, fault, &config, &["insert", "--stdin"], &lines);
         let what = format!("{fault:?}");
-        assert_clear_end(out.status, &stderr, fault);
         for (i, line) in String::from_utf8_lossy(&out.stdout).lines().enumerate() {
             let ack: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{what}: ack {i} is not JSON ({e}): {line}"));
@@ -391,4 +405,182 @@ fn timeline_writes_under_injected_faults_lose_nothing_acknowledged() {
         refused
     );
     assert!(acked.len() > 100 && refused > 0);
+}
+
+/// Faults on the thread write path: the journal's `pwrite64` and `fdatasync` (the
+/// acknowledgement path with `storage.sync = "always"`), the directory `fsync` when the
+/// journal is created and at checkpoints, and the checkpoint's `write` and `rename` on the
+/// writer thread (strace counts per thread, so a `write` fault lands on stdout's
+/// acknowledgements or on the checkpoint's temp file, whichever thread reaches the count).
+fn thread_faults() -> Vec<Fault> {
+    vec![
+        Fault {
+            syscall: "pwrite64",
+            errno: "ENOSPC",
+            when: "3",
+        },
+        Fault {
+            syscall: "pwrite64",
+            errno: "EIO",
+            when: "7+5",
+        },
+        Fault {
+            syscall: "pwrite64",
+            errno: "ENOSPC",
+            when: "12+",
+        },
+        Fault {
+            syscall: "fdatasync",
+            errno: "EIO",
+            when: "2",
+        },
+        Fault {
+            syscall: "fdatasync",
+            errno: "EIO",
+            when: "5+4",
+        },
+        Fault {
+            syscall: "fdatasync",
+            errno: "EIO",
+            when: "9+",
+        },
+        Fault {
+            syscall: "fsync",
+            errno: "EIO",
+            when: "1",
+        },
+        Fault {
+            syscall: "fsync",
+            errno: "EIO",
+            when: "2+",
+        },
+        Fault {
+            syscall: "write",
+            errno: "ENOSPC",
+            when: "1",
+        },
+        Fault {
+            syscall: "write",
+            errno: "EIO",
+            when: "6",
+        },
+        Fault {
+            syscall: "rename",
+            errno: "ENOSPC",
+            when: "1",
+        },
+        Fault {
+            syscall: "rename",
+            errno: "EIO",
+            when: "1+",
+        },
+    ]
+}
+
+/// A thread's steps as a fresh process reads them: `(step_id, text)` in order, checked for
+/// seq 1..n.
+fn thread_steps(config: &Path, id: &str, what: &str) -> Vec<(String, String)> {
+    let out = coral(config, &["-q", "thread", "status", id, "--json"]);
+    assert!(
+        out.status.success(),
+        "{what}: status failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["thread"]["steps"].as_array().unwrap();
+    let seqs: Vec<u64> = steps.iter().map(|s| s["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=steps.len() as u64).collect::<Vec<_>>(),
+        "{what}: seq"
+    );
+    steps
+        .iter()
+        .map(|s| {
+            (
+                s["step_id"].as_str().unwrap().to_string(),
+                s["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn thread_advances_under_injected_faults_lose_nothing_acknowledged() {
+    let strace = strace();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let created = coral(
+        &config,
+        &["-q", "thread", "create", "under faults", "--json"],
+    );
+    assert!(created.status.success());
+    let id = serde_json::from_slice::<Value>(&created.stdout).unwrap()["thread"]["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut acked: BTreeSet<String> = BTreeSet::new();
+    let mut refused = 0;
+    let mut unanswered = 0;
+    let mut refused_texts: BTreeSet<String> = BTreeSet::new();
+    let faults = thread_faults();
+    for (n, fault) in faults.iter().enumerate() {
+        let what = format!("{fault:?}");
+        let lines: Vec<String> = (0..30).map(|i| format!("fault run {n} step {i}")).collect();
+        let args = ["thread", "advance", &id, "--stdin", "--not-done"];
+        let (out, stderr) = run_stream(strace, fault, &config, &args, &lines);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut answered = 0;
+        for (i, line) in stdout.lines().enumerate() {
+            let ack: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{what}: ack {i} is not JSON ({e}): {line}"));
+            answered += 1;
+            if ack["ok"] == true {
+                acked.insert(ack["step_id"].as_str().unwrap().to_string());
+            } else {
+                let error = ack["error"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{what}: {ack}"));
+                assert!(
+                    error.contains("nothing was recorded"),
+                    "{what}: unclear error {error}"
+                );
+                assert_eq!(ack["line"], i + 1, "{what}: {ack}");
+                refused_texts.insert(lines[i].clone());
+                refused += 1;
+            }
+        }
+        if answered < lines.len() {
+            // Only a failed acknowledgement (stdout) stops the stream; it must say so.
+            assert_eq!(out.status.code(), Some(1), "{what}: {answered} answers");
+            // It names the line it stopped at and whether that line was stored.
+            assert!(
+                stderr.contains(&format!("acknowledgement of line {}", answered + 1))
+                    || stderr.contains(&format!("acknowledgement of line {answered}")),
+                "{what}: stopped without saying where: {stderr}"
+            );
+            unanswered += lines.len() - answered;
+        }
+        // A fresh process reads every acknowledged step, once, and nothing is damaged.
+        let steps = thread_steps(&config, &id, &what);
+        let present: BTreeSet<String> = steps.iter().map(|(s, _)| s.clone()).collect();
+        assert_eq!(present.len(), steps.len(), "{what}: a step twice");
+        let lost: Vec<&String> = acked.difference(&present).collect();
+        assert!(lost.is_empty(), "{what}: lost acknowledged steps {lost:?}");
+        // A refused step was taken back: it is not there either.
+        let stored: Vec<&String> = steps
+            .iter()
+            .map(|(_, text)| text)
+            .filter(|t| refused_texts.contains(*t))
+            .collect();
+        assert!(stored.is_empty(), "{what}: refused steps stored {stored:?}");
+        assert_sound(&config, &what);
+    }
+    eprintln!(
+        "thread advances: {} faults injected, {} steps acknowledged, {refused} refused with an \
+         error, {unanswered} not read after an acknowledgement could not be written, 0 lost, 0 damaged",
+        faults.len(),
+        acked.len(),
+    );
+    assert!(acked.len() > 150 && refused > 0);
 }

@@ -277,3 +277,68 @@ fn every_acknowledged_timeline_write_survives_sigkill() {
     );
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// Recovery at open aborts the open turns of processes that are gone, and never the turn of a
+/// process it cannot judge: here the opener runs in its own mount namespace where the live
+/// owner's `/proc/<pid>/stat` is `/dev/null` (as where `/proc` is masked or restricted), so
+/// it cannot tell whether that owner lives. The owner must then count as alive.
+#[test]
+fn recovery_never_aborts_a_turn_whose_owner_it_cannot_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path());
+    let begin = |server: &Sidecar, turn: &str| {
+        server.ok(
+            "timeline_begin_turn",
+            args(json!({"turn_id": turn, "text": format!("{turn}: 还在进行中")})),
+        );
+    };
+    // A turn whose process was killed: recovery must abort it ...
+    let dead = Sidecar::start(&config);
+    begin(&dead, "of-a-dead-process");
+    dead.kill();
+    // ... and one whose process lives on.
+    let live = Sidecar::start(&config);
+    begin(&live, "of-a-live-process");
+    let pid = live.child.id().to_string();
+    // The opener: `coral timeline context` opens the timeline for writing, which recovers.
+    let out = std::process::Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            r#"mount --bind /dev/null "/proc/$1/stat" && shift && exec "$@""#,
+        ])
+        .args(["sh", &pid, sidecar::CORAL, "--config"])
+        .arg(&config)
+        .args(["-q", "timeline", "context", "--json"])
+        .args(SCOPE)
+        .output()
+        .expect("this test needs unshare (util-linux) and root");
+    assert!(
+        out.status.success(),
+        "the opener failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, body) = live
+        .try_call(
+            "timeline_complete_turn",
+            &args(json!({"turn_id": "of-a-live-process", "final_text": "完成了"})),
+        )
+        .unwrap();
+    assert_eq!(
+        code, 200,
+        "the live process's turn was aborted under it: {body}"
+    );
+    // The dead process's turn was aborted by that same open (so recovery did run).
+    let (code, body) = live
+        .try_call(
+            "timeline_complete_turn",
+            &args(json!({"turn_id": "of-a-dead-process", "final_text": "too late"})),
+        )
+        .unwrap();
+    assert_eq!(code, 400, "the dead process's turn was still open: {body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("is aborted"),
+        "{body}"
+    );
+}

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::terms::{for_each_keyword_term, keyword_terms};
 
-/// BM25 parameters; the default is `k1 = 1.5`, `b = 0.75` (SPEC 11).
+/// BM25 parameters; the default is `k1 = 1.5`, `b = 0.75` (docs/timeline.md, "Retrieval").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bm25Params {
     /// Term-frequency saturation.
@@ -548,7 +548,7 @@ mod tests {
         query
     }
 
-    /// MemCore's exact BM25 scores and order, entity anchors weighted 3× (SPEC 11).
+    /// MemCore's exact BM25 scores and order, entity anchors weighted 3× (docs/timeline.md).
     #[test]
     fn golden_memcore_bm25_scores() {
         let data = golden();

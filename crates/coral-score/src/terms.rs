@@ -3,7 +3,8 @@
 use coral_base::{is_cjk, normalize};
 use unicode_normalization::char::is_combining_mark;
 
-/// Splits text into BM25 terms, keeping order and duplicates (SPEC 11).
+/// Splits text into BM25 terms, keeping order and duplicates (MemCore's tokeniser,
+/// docs/timeline.md, "Retrieval").
 ///
 /// The text is NFKC-normalised and lower-cased. A maximal run of letters and digits that are
 /// not CJK (plus the combining marks that follow them) is one term. A maximal run of CJK
@@ -114,7 +115,7 @@ mod tests {
         check("项目7", &["项", "目", "项目", "7"]);
     }
 
-    /// MemCore's own tokeniser output (golden data, SPEC 11).
+    /// MemCore's own tokeniser output (golden data).
     #[test]
     fn golden_memcore_tokenize() {
         let data: serde_json::Value = serde_json::from_str(include_str!(concat!(

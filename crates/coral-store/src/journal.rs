@@ -1,4 +1,5 @@
-//! The write-ahead journal (`coral_wal.jsonl`): checksummed records, sync policies, recovery.
+//! The write-ahead journal (`coral_wal.jsonl`): checksummed records, appends under a sync policy
+//! (`coral_base::SyncPolicy`), recovery.
 //!
 //! One record per line: `{"crc":"<crc32 of payload, 8 hex>","rec":<payload JSON>}`. The payload is
 //! hashed exactly as written, so a reader can verify it without re-serialising. Every record is
@@ -8,16 +9,15 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::Result;
 use crate::item::{Item, Tier};
-use coral_base::IoContext;
+pub use coral_base::SyncPolicy;
+use coral_base::{IoContext, Syncer};
 
 /// One journaled mutation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -340,85 +340,6 @@ pub fn scan(bytes: &[u8], after: Option<u64>) -> Scan {
     out
 }
 
-/// When journal appends reach the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncPolicy {
-    /// fsync before acknowledging every write.
-    Always,
-    /// write() before acknowledging; fsync in the background at most every interval.
-    Interval(Duration),
-    /// Never fsync (the OS decides).
-    Never,
-}
-
-impl SyncPolicy {
-    /// Whether checkpoints fsync their files.
-    pub fn syncs(self) -> bool {
-        !matches!(self, SyncPolicy::Never)
-    }
-}
-
-struct SyncShared {
-    file: Mutex<Arc<File>>,
-    dirty: AtomicBool,
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
-/// Background fsync for [`SyncPolicy::Interval`].
-struct Syncer {
-    shared: Arc<SyncShared>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Syncer {
-    fn start(file: Arc<File>, every: Duration) -> Syncer {
-        let shared = Arc::new(SyncShared {
-            file: Mutex::new(file),
-            dirty: AtomicBool::new(false),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
-        });
-        let bg = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("coral-wal-sync".into())
-            .spawn(move || {
-                loop {
-                    let stopped = {
-                        let guard = bg.stop.lock().unwrap_or_else(|e| e.into_inner());
-                        let (guard, _) = bg
-                            .wake
-                            .wait_timeout(guard, every)
-                            .unwrap_or_else(|e| e.into_inner());
-                        *guard
-                    };
-                    if bg.dirty.swap(false, Ordering::AcqRel) {
-                        let file = bg.file.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                        // A failed background fsync is retried at the next tick.
-                        if file.sync_data().is_err() {
-                            bg.dirty.store(true, Ordering::Release);
-                        }
-                    }
-                    if stopped {
-                        break;
-                    }
-                }
-            })
-            .ok();
-        Syncer { shared, thread }
-    }
-}
-
-impl Drop for Syncer {
-    fn drop(&mut self) {
-        *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.shared.wake.notify_all();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// An open journal, appending.
 pub struct Journal {
     path: PathBuf,
@@ -501,8 +422,7 @@ impl Journal {
             .at(&self.path)?;
         let file = Arc::new(file);
         if let Some(s) = &self.syncer {
-            *s.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&file);
-            s.shared.dirty.store(false, Ordering::Release);
+            s.replace(Arc::clone(&file));
         }
         self.file = Some(file);
         self.len = buf.len() as u64;
@@ -521,7 +441,9 @@ impl Journal {
     ) -> Journal {
         let file = Arc::new(file);
         let syncer = match policy {
-            SyncPolicy::Interval(every) => Some(Syncer::start(Arc::clone(&file), every)),
+            SyncPolicy::Interval(every) => {
+                Some(Syncer::start(Arc::clone(&file), every, "coral-wal-sync"))
+            }
             _ => None,
         };
         Journal {
@@ -577,10 +499,8 @@ impl Journal {
         }
         self.len += self.buf.len() as u64;
         self.next_seq = seq;
-        if let SyncPolicy::Interval(_) = self.policy
-            && let Some(s) = &self.syncer
-        {
-            s.shared.dirty.store(true, Ordering::Release);
+        if let Some(s) = &self.syncer {
+            s.mark();
         }
         Ok(())
     }
@@ -663,6 +583,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::Map;
+    use std::time::Duration;
+
+    #[test]
+    fn closing_a_journal_at_once_does_not_wait_for_the_sync_interval() {
+        // A short-lived process (one CLI command) closes its journal before the background
+        // fsync thread first waits; the stop must not be lost, or the close waits an interval.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal.jsonl");
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for _ in 0..20 {
+                let policy = SyncPolicy::Interval(Duration::from_secs(3600));
+                let mut j = Journal::open(&path, 0, 1, None, policy).unwrap();
+                j.append(&[Record::Delete { id: "x".into() }]).unwrap();
+                drop(j);
+                std::fs::remove_file(&path).unwrap();
+            }
+            let _ = done.send(());
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_secs(120)).is_ok(),
+            "a closed journal kept its syncer waiting for the interval"
+        );
+    }
 
     fn item(id: &str) -> Item {
         Item {

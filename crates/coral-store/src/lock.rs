@@ -1,4 +1,4 @@
-//! Data-directory locks (SPEC 4.4). Any number of processes share a directory:
+//! Data-directory locks (docs/storage.md). Any number of processes share a directory:
 //!
 //! - [`Attachment`]: a shared `flock` on `.coral.attach`, held by every process with the store
 //!   open. It tells a closing process whether it is alone (then it may checkpoint), and it keeps

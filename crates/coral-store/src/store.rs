@@ -292,7 +292,7 @@ pub enum SyncOutcome {
 }
 
 /// The durable, tiered memory store of one data directory, shared with any number of other
-/// processes (SPEC 4.4).
+/// processes (docs/storage.md).
 pub struct Store {
     paths: StorePaths,
     options: StoreOptions,

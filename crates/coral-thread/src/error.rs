@@ -73,15 +73,11 @@ impl Error {
 /// `Result` with the thread store's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-pub(crate) trait IoContext<T> {
-    fn at(self, path: &std::path::Path) -> Result<T>;
-}
-
-impl<T> IoContext<T> for std::io::Result<T> {
-    fn at(self, path: &std::path::Path) -> Result<T> {
-        self.map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+impl From<coral_base::IoError> for Error {
+    fn from(e: coral_base::IoError) -> Self {
+        Error::Io {
+            path: e.path,
+            source: e.source,
+        }
     }
 }

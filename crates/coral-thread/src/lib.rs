@@ -53,8 +53,8 @@ mod recover;
 mod set;
 mod snapshot;
 mod store;
-mod sync;
 
+pub use coral_base::SyncPolicy;
 pub use done::looks_completed;
 pub use error::{Error, Result};
 pub use model::{
@@ -65,7 +65,6 @@ pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
 pub use snapshot::{Snapshot, snapshot};
 pub use store::{Clock, ImportCounts, StoreCounters, StoreOptions, ThreadStore};
-pub use sync::SyncPolicy;
 
 /// Parse the bytes of a threads file (the original's array or dict form) and count the threads
 /// it holds. For fuzzing and diagnostics: bad bytes give an error, never a panic.

@@ -1,13 +1,17 @@
 //! The lock file protocol shared with the original: `<threads file>.lock`, created with
 //! `O_CREAT | O_EXCL`, holding the writer's PID. A lock older than the stale age whose PID is
-//! not alive was left by a dead writer and may be removed.
+//! not alive was left by a dead writer and may be removed. Liveness is `coral_base::liveness`'s
+//! one rule: a PID whose state the system cannot tell counts as alive (waiting is safer than
+//! breaking a live writer's lock).
 
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::error::{Error, IoContext, Result};
+use coral_base::{IoContext, liveness};
+
+use crate::error::{Error, Result};
 
 /// A held lock file, removed when dropped.
 #[derive(Debug)]
@@ -46,39 +50,10 @@ impl Holder {
             .modified
             .and_then(|m| SystemTime::now().duration_since(m).ok())
             .is_some_and(|age| age > stale_after);
-        old && !self.pid.is_some_and(pid_alive)
+        old && !self
+            .pid
+            .is_some_and(|pid| liveness::check(pid).counts_as_alive())
     }
-}
-
-/// Whether a process with this PID exists (and is not a zombie).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    if pid == 0 {
-        return false;
-    }
-    if Path::new("/proc/self").exists() {
-        // Linux: /proc/<pid>/stat is "pid (comm) S ..."; the state after the last ')' is Z for
-        // a zombie (killed, not reaped yet) and X for dead.
-        return match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => !matches!(
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.trim_start().chars().next()),
-                Some('Z' | 'X')
-            ),
-            Err(e) => e.kind() != ErrorKind::NotFound,
-        };
-    }
-    // Elsewhere (macOS, BSD): ask `kill -0`, which needs no privileges to test existence; this
-    // runs only for locks old enough to be stale. If even that fails, assume alive: waiting is
-    // safer than breaking a live writer's lock.
-    std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(true)
 }
 
 /// Take `lock`, waiting up to `wait` with short sleeps; remove it first if it is stale.
@@ -101,9 +76,9 @@ pub(crate) fn acquire(lock: &Path, wait: Duration, stale_after: Duration) -> Res
                     std::fs::create_dir_all(dir).at(dir)?;
                     continue;
                 }
-                return Err(e).at(lock);
+                return Err(e).at(lock).map_err(Error::from);
             }
-            Err(e) => return Err(e).at(lock),
+            Err(e) => return Err(e).at(lock).map_err(Error::from),
         }
         match read_holder(lock) {
             Ok(holder) if holder.is_stale(stale_after) => {
@@ -230,13 +205,6 @@ mod tests {
         sleeper.kill().unwrap();
         sleeper.wait().unwrap();
         drop(acquire(&lock, Duration::from_millis(30), LONG).unwrap());
-    }
-
-    #[test]
-    fn liveness() {
-        assert!(pid_alive(std::process::id()));
-        assert!(!pid_alive(dead_pid()));
-        assert!(!pid_alive(0));
     }
 
     #[test]

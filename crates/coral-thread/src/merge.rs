@@ -35,7 +35,7 @@ pub(crate) fn merge(local: &mut ThreadSet, disk: ThreadSet) {
 ///   only this copy has (the ones it appended and has not written yet), in its order, all
 ///   renumbered 1..n. The file's step list therefore only ever grows at the end, every step
 ///   comes after the steps its writer had seen, and one writer's steps keep that writer's
-///   order. (Sorting the union by `(seq, at)` and renumbering, the literal reading of SPEC 8,
+///   order. (Sorting the union by `(seq, at)` and renumbering, the original's stated rule,
 ///   can put a writer's later step before its earlier one once another process has
 ///   renumbered the earlier one; for steps appended one after another both orders agree.)
 pub(crate) fn merge_thread(local: &mut Thread, other: Thread) {

@@ -103,7 +103,7 @@ pub(crate) struct Step {
     pub extra: Map<String, Value>,
 }
 
-/// A thread as operations return it (SPEC 10.3): `{thread_id, title, summary, status,
+/// A thread as operations return it (docs/threads.md): `{thread_id, title, summary, status,
 /// parent_thread_id, last_advance_by, created_at, updated_at, step_count, steps}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadView {
@@ -159,7 +159,8 @@ pub struct ThreadEntry {
 }
 
 /// What `thread_status` found. Serialises as `{"count": 1, "thread": {...}}` for one id or
-/// `{"count": n, "threads": [...]}` for the overview, the SPEC 10.3 result without `ok`.
+/// `{"count": n, "threads": [...]}` for the overview: the tool's result (docs/threads.md) without
+/// `ok`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StatusReport {
     /// The thread asked for by id.

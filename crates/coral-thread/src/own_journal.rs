@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::journal;
 use crate::model::Thread;
-use crate::sync::{SyncPolicy, Syncer};
+use coral_base::{SyncPolicy, Syncer};
 
 /// The start of every journal's file name for `threads_path`: `.<file name>.journal-`.
 pub(crate) fn name_prefix(threads_path: &Path) -> OsString {
@@ -148,7 +148,11 @@ impl OwnJournal {
             }
             let file = Arc::new(file);
             let syncer = match policy {
-                SyncPolicy::Interval(every) => Some(Syncer::start(Arc::clone(&file), every)),
+                SyncPolicy::Interval(every) => Some(Syncer::start(
+                    Arc::clone(&file),
+                    every,
+                    "coral-threads-sync",
+                )),
                 _ => None,
             };
             return Ok(OwnJournal {

@@ -6,7 +6,9 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-use crate::error::{IoContext, Result};
+use coral_base::IoContext;
+
+use crate::error::{Error, Result};
 use crate::journal::{self, Scan};
 use crate::own_journal::{dir_of, name_prefix, names};
 
@@ -90,7 +92,7 @@ pub(crate) fn claim_ended(threads_path: &Path, skip: &[&Path]) -> Result<Vec<(Cl
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).at(dir),
+        Err(e) => return Err(e).at(dir).map_err(Error::from),
     };
     let mut out = Vec::new();
     for entry in entries {
@@ -106,12 +108,12 @@ pub(crate) fn claim_ended(threads_path: &Path, skip: &[&Path]) -> Result<Vec<(Cl
         let mut file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => continue, // removed meanwhile
-            Err(e) => return Err(e).at(&path),
+            Err(e) => return Err(e).at(&path).map_err(Error::from),
         };
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => continue, // its owner is alive
-            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(&path),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e).at(&path).map_err(Error::from),
         }
         if !names(&path, &file) {
             continue; // another process recovered and removed it between our open and lock

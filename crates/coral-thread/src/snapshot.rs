@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use crate::codec;
-use crate::error::{IoContext, Result};
+use coral_base::IoContext;
+
+use crate::error::{Error, Result};
 use crate::journal;
 use crate::merge::absorb;
 use crate::own_journal::{dir_of, name_prefix};
@@ -53,18 +55,18 @@ pub fn snapshot(threads_path: &Path) -> Result<Snapshot> {
                     // Removed by its owner's clean close or a recovery meanwhile: its records
                     // are in the file read below.
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e).at(&entry.path()),
+                    Err(e) => return Err(e).at(&entry.path()).map_err(Error::from),
                 }
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).at(dir),
+        Err(e) => return Err(e).at(dir).map_err(Error::from),
     }
     journals.sort();
     let file = match std::fs::read(threads_path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).at(threads_path),
+        Err(e) => return Err(e).at(threads_path).map_err(Error::from),
     };
     let mut set = codec::parse(&file, threads_path)?;
     let mut out = Snapshot {
@@ -94,7 +96,7 @@ pub fn snapshot(threads_path: &Path) -> Result<Snapshot> {
 mod tests {
     use super::*;
     use crate::store::{StoreOptions, ThreadStore};
-    use crate::sync::SyncPolicy;
+    use coral_base::SyncPolicy;
     use std::time::Duration;
 
     #[test]

@@ -20,14 +20,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use crate::codec;
-use crate::error::{Error, IoContext, Result};
+use coral_base::IoContext;
+
+use crate::error::{Error, Result};
 use crate::lock;
 use crate::merge::{absorb, merge};
 use crate::model::{Status, StatusReport, ThreadView};
 use crate::own_journal::OwnJournal;
 use crate::recover::{self, Claimed};
 use crate::set::{ThreadSet, Undo};
-use crate::sync::SyncPolicy;
+use coral_base::SyncPolicy;
 
 /// How often (clock seconds) a store also looks for ended processes' journals when it only
 /// reads; checkpoints always look. A directory listing per second is noise next to the
@@ -166,7 +168,7 @@ struct Shared {
     wake: Condvar,
 }
 
-/// Threads stored in one file and shared with other processes (SPEC 8). All methods take
+/// Threads stored in one file and shared with other processes (docs/threads.md). All methods take
 /// `&self`; the store is `Send + Sync`.
 pub struct ThreadStore {
     shared: Arc<Shared>,
@@ -599,7 +601,7 @@ impl Shared {
         match std::fs::metadata(&self.path) {
             Ok(m) => Ok(Some(Fingerprint::of(&m))),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).at(&self.path),
+            Err(e) => Err(e).at(&self.path).map_err(Error::from),
         }
     }
 
@@ -647,7 +649,7 @@ impl Shared {
                 st.known = None;
                 return Ok(());
             }
-            Err(e) => return Err(e).at(&self.path),
+            Err(e) => return Err(e).at(&self.path).map_err(Error::from),
         };
         let fp = Fingerprint::of(&file.metadata().at(&self.path)?);
         if st.known == Some(fp) {

@@ -1,7 +1,8 @@
 //! Which process owns an open turn, and whether that process is still running, so recovery
 //! aborts only the turns of processes that died (several processes may share one database).
+//! Liveness is `coral_base::liveness`'s one rule: only a process known to be gone is dead.
 
-use std::path::Path;
+use coral_base::liveness::{self, Liveness};
 
 /// A process, as recorded on the turns it begins: its PID and, where the system tells, its
 /// start time (so a recycled PID is not mistaken for the original process).
@@ -16,19 +17,16 @@ pub struct Owner {
 impl Owner {
     /// This process.
     pub fn current() -> Owner {
-        let pid = std::process::id();
-        Owner {
-            pid,
-            started: start_ticks(pid).unwrap_or(0),
-        }
+        Owner::of_pid(std::process::id())
     }
 
-    /// A process by PID, with its start time when it is running.
+    /// A process by PID, with its start time when it is running and the system tells it.
     pub fn of_pid(pid: u32) -> Owner {
-        Owner {
-            pid,
-            started: start_ticks(pid).unwrap_or(0),
-        }
+        let started = match liveness::check(pid) {
+            Liveness::Alive { started } => started.unwrap_or(0),
+            Liveness::Dead | Liveness::Unknown => 0,
+        };
+        Owner { pid, started }
     }
 
     /// `pid:started`, as stored.
@@ -44,40 +42,23 @@ impl Owner {
         })
     }
 
-    /// Whether this process is still running. Unknown answers count as alive: recovery must
-    /// never abort a live process's turn.
+    /// Whether this process may still be running. Unknown answers count as alive: recovery
+    /// must never abort a live process's turn.
     pub fn alive(self) -> bool {
-        if self.pid == std::process::id() {
-            return true;
-        }
-        if Path::new("/proc/self/stat").exists() {
-            return match start_ticks(self.pid) {
-                // A different start time means the PID was reused by another process.
-                Some(started) => self.started == 0 || started == self.started,
-                None => false,
-            };
-        }
-        // Elsewhere, `kill -0` tests existence without privileges.
-        std::process::Command::new("kill")
-            .args(["-0", &self.pid.to_string()])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(true)
+        self.alive_given(liveness::check(self.pid))
     }
-}
 
-/// Start time of a running, non-zombie process from `/proc/<pid>/stat`.
-fn start_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) S ppid ...": the command may contain spaces and ')', so split after the last.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // fields[0] is the state (field 3); start time is field 22, i.e. fields[19].
-    if matches!(fields.first(), Some(&"Z") | Some(&"X")) {
-        return None;
+    /// The rule, given what the system said about the PID.
+    fn alive_given(self, now: Liveness) -> bool {
+        match now {
+            // A different start time means the PID was reused by another process.
+            Liveness::Alive {
+                started: Some(started),
+            } => self.started == 0 || started == self.started,
+            Liveness::Alive { started: None } | Liveness::Unknown => true,
+            Liveness::Dead => false,
+        }
     }
-    fields.get(19)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -97,14 +78,32 @@ mod tests {
     }
 
     #[test]
+    fn only_a_process_known_to_be_gone_or_replaced_is_dead() {
+        let owner = Owner {
+            pid: 4242,
+            started: 777,
+        };
+        let check = |now: Liveness, alive: bool| {
+            assert_eq!(owner.alive_given(now), alive, "{now:?}");
+        };
+        check(Liveness::Unknown, true);
+        check(Liveness::Alive { started: None }, true);
+        check(Liveness::Alive { started: Some(777) }, true);
+        check(Liveness::Alive { started: Some(778) }, false); // the PID was reused
+        check(Liveness::Dead, false);
+        let unknown_start = Owner {
+            started: 0,
+            ..owner
+        };
+        assert!(unknown_start.alive_given(Liveness::Alive { started: Some(1) }));
+    }
+
+    #[test]
     fn a_reused_pid_is_not_the_same_process() {
-        let me = Owner::current();
-        if me.started == 0 {
-            return; // no /proc: start times are not known here
-        }
-        // Our own PID always counts as alive; check with the parent process instead: the same
-        // PID with a different start time is a recycled PID, i.e. another process.
+        // The parent process is alive; the same PID with another start time is a recycled
+        // PID, i.e. another process.
         let parent = Owner::of_pid(parent_pid());
+        assert_ne!(parent.started, 0, "/proc tells start times here");
         assert!(parent.alive());
         assert!(
             !Owner {

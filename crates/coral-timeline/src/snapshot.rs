@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::owner::Owner;
-
 /// Names of private copies in the temporary directory: `coral-timeline-<pid>-<nanos>`.
 const SNAPSHOT_PREFIX: &str = "coral-timeline-";
 
@@ -48,7 +46,7 @@ impl Snapshot {
                 .and_then(|rest| rest.split_once('-'))
                 .and_then(|(pid, _)| pid.parse::<u32>().ok());
             if let Some(pid) = pid
-                && !Owner::of_pid(pid).alive()
+                && !coral_base::liveness::check(pid).counts_as_alive()
             {
                 let _ = std::fs::remove_dir_all(entry.path());
             }

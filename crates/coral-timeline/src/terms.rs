@@ -1,24 +1,16 @@
 //! Catalogue terms: kept (NFKC, whitespace squeezed), folded for comparison, deduplicated, and
-//! compared (a keyword's one-way match, reinforcement overlap).
+//! compared (a keyword's one-way match, reinforcement overlap). Keeping and folding are
+//! `coral_base`'s `clean_term` and `fold_term`, the one term comparison of every crate.
 
 use serde::Serialize;
-use unicode_normalization::UnicodeNormalization;
+
+use coral_base::clean_term;
+pub(crate) use coral_base::fold_term;
 
 /// `text` with every run of whitespace (line breaks included) made one space, trimmed: how
 /// titles, hints and terms are stored. Rendering quotes them again (`one_line`).
 pub(crate) fn squeeze(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A term as it is kept: NFKC, runs of whitespace made one space, trimmed.
-fn clean_term(text: &str) -> String {
-    squeeze(&text.nfkc().collect::<String>())
-}
-
-/// A term as it is compared: [`clean_term`], lower case. Catalogue keywords, duplicate terms
-/// and reinforcement overlap all compare this way.
-pub(crate) fn fold_term(text: &str) -> String {
-    clean_term(text).to_lowercase()
 }
 
 /// Catalogue terms as MemCore keeps them: NFKC, runs of whitespace made one space, trimmed,
@@ -31,7 +23,7 @@ pub fn normalize_terms<S: AsRef<str>>(terms: &[S]) -> Vec<String> {
         if clean.is_empty() {
             continue;
         }
-        let key = clean.to_lowercase();
+        let key = fold_term(&clean);
         if !seen.contains(&key) {
             seen.push(key);
             out.push(clean);

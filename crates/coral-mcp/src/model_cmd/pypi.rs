@@ -17,10 +17,10 @@ use coral::{USE_MODEL, USE_WHEEL};
 use serde_json::{Value, json};
 
 use crate::Failure;
-use crate::cli::Cli;
+use crate::globals::Globals;
 
 /// Install USE; `from` is a wheel already on disk.
-pub fn fetch_use(cli: &Cli, from: Option<&Path>) -> Result<u8, Failure> {
+pub fn fetch_use(cli: &Globals, from: Option<&Path>) -> Result<u8, Failure> {
     let config = super::config(cli)?;
     let spec = coral::model_spec(USE_MODEL)
         .ok_or_else(|| anyhow!("{USE_MODEL} is not in the model table"))?;

@@ -1,4 +1,4 @@
-//! The thread tools: `thread_*` (SPEC 8, 10.3). Threads are never searched or evicted.
+//! The thread tools: `thread_*` (docs/threads.md). Threads are never searched or evicted.
 
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
-//! The timeline tools (SPEC 11): `open_memory` and `read_timeline` for models (MCP and HTTP),
-//! and the host's write operations `timeline_*` (HTTP only: a model never begins or completes
-//! its own turns).
+//! The timeline tools (docs/timeline.md): `open_memory` and `read_timeline` for models (MCP and
+//! HTTP), and the host's write operations `timeline_*` (HTTP only: a model never begins or
+//! completes its own turns).
 //!
 //! Read tools answer with a structured `status` (`ok`, `partial`, `empty`, `invalid_filter`,
 //! `unavailable`) instead of failing. Write operations fail with a message that starts with a

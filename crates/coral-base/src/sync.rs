@@ -1,9 +1,9 @@
-//! When journal bytes reach the disk: the power-loss policy and the background fsync thread.
+//! When appended bytes reach the disk: the power-loss policy of `storage.sync` and the
+//! background fsync of its interval mode, shared by the memory journal and the thread journals.
 //!
-//! The same three policies as the memory store's `storage.sync` (docs/storage.md): every
-//! acknowledged change has been handed to the OS with `write(2)`, so it survives the process
-//! being killed; the policy decides what survives a power cut. (coral-thread is a leaf crate
-//! and cannot share coral-store's type; the facade maps the one config key to both.)
+//! Every acknowledged write has been handed to the OS with `write(2)`, so it survives the
+//! process being killed whatever the policy; the policy decides what survives a power cut
+//! (docs/storage.md).
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,20 +11,20 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// When the thread journal is fsynced.
+/// When journal appends are fsynced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPolicy {
-    /// fsync every record before the operation returns (survives a power cut).
+    /// fsync every append before it is acknowledged (survives a power cut).
     Always,
-    /// fsync in the background at most this often; an operation returns once its record is
-    /// written (survives a killed process; a power cut loses at most one interval).
+    /// fsync in the background at most this often; an append is acknowledged once written
+    /// (survives a killed process; a power cut loses at most one interval).
     Interval(Duration),
-    /// Never fsync (the OS decides); checkpoints of the threads file are not fsynced either.
+    /// Never fsync (the OS decides); checkpoints are not fsynced either.
     Never,
 }
 
 impl SyncPolicy {
-    /// Whether checkpoints of the threads file fsync the file and its directory.
+    /// Whether checkpoints fsync their files and directories.
     pub fn syncs(self) -> bool {
         !matches!(self, SyncPolicy::Never)
     }
@@ -38,30 +38,40 @@ impl Default for SyncPolicy {
 }
 
 struct Shared {
-    file: Arc<File>,
+    file: Mutex<Arc<File>>,
     dirty: AtomicBool,
     stop: Mutex<bool>,
     wake: Condvar,
 }
 
 /// The background fsync of [`SyncPolicy::Interval`]: at most one `fdatasync` per interval,
-/// only when something was written since the last one. Stopped (with a last fsync) on drop.
-pub(crate) struct Syncer {
+/// only when something was written since the last one; a failed one is retried at the next
+/// tick. Stopped, with a last fsync of what is pending, on drop.
+pub struct Syncer {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Syncer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Syncer").finish_non_exhaustive()
+    }
+}
+
 impl Syncer {
-    pub(crate) fn start(file: Arc<File>, every: Duration) -> Syncer {
+    /// Start syncing `file` every `every`, on a thread called `name`. Without a thread (the
+    /// OS refused one), writes still reach the OS at once; only the power-loss window grows to
+    /// "when the OS decides".
+    pub fn start(file: Arc<File>, every: Duration, name: &str) -> Syncer {
         let shared = Arc::new(Shared {
-            file,
+            file: Mutex::new(file),
             dirty: AtomicBool::new(false),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
         let bg = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
-            .name("coral-threads-sync".into())
+            .name(name.into())
             .spawn(move || {
                 loop {
                     let stopped = {
@@ -78,24 +88,31 @@ impl Syncer {
                             *guard
                         }
                     };
-                    // A failed fsync is retried at the next tick.
-                    if bg.dirty.swap(false, Ordering::AcqRel) && bg.file.sync_data().is_err() {
-                        bg.dirty.store(true, Ordering::Release);
+                    if bg.dirty.swap(false, Ordering::AcqRel) {
+                        let file = bg.file.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        if file.sync_data().is_err() {
+                            bg.dirty.store(true, Ordering::Release);
+                        }
                     }
                     if stopped {
                         break;
                     }
                 }
             })
-            // Without the thread (the OS refused one), records still reach the OS at once;
-            // only the power-loss window grows to "when the OS decides".
             .ok();
         Syncer { shared, thread }
     }
 
     /// Note that bytes were written since the last fsync.
-    pub(crate) fn mark(&self) {
+    pub fn mark(&self) {
         self.shared.dirty.store(true, Ordering::Release);
+    }
+
+    /// Sync `file` from now on (the journal was replaced by a new one, already durable); what
+    /// was pending on the old one is dropped.
+    pub fn replace(&self, file: Arc<File>) {
+        *self.shared.file.lock().unwrap_or_else(|e| e.into_inner()) = file;
+        self.shared.dirty.store(false, Ordering::Release);
     }
 }
 
@@ -115,13 +132,14 @@ mod tests {
 
     #[test]
     fn stopping_before_the_thread_ran_does_not_wait_for_the_interval() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = Arc::new(File::create(dir.path().join("j")).unwrap());
+        let dir = std::env::temp_dir().join(format!("coral-base-sync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = Arc::new(File::create(dir.join("j")).unwrap());
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // Start and stop at once, so the thread has usually not run yet when stopped.
             for _ in 0..20 {
-                let s = Syncer::start(Arc::clone(&file), Duration::from_secs(3600));
+                let s = Syncer::start(Arc::clone(&file), Duration::from_secs(3600), "t");
                 s.mark();
                 drop(s);
             }
@@ -132,5 +150,6 @@ mod tests {
             finished.recv_timeout(Duration::from_secs(600)).is_ok(),
             "a stopped syncer kept waiting for its interval"
         );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
