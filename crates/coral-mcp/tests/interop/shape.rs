@@ -51,6 +51,20 @@ const MEANINGFUL: &[&str] = &[
     "required",
 ];
 
+/// Numbers the original rounds, by key, and to how many decimals: Coral's must be rounded
+/// alike (prompts and the original's GUI show them as they come).
+const ROUNDED: &[(&str, i32)] = &[
+    ("score", 4),
+    ("vector", 4),
+    ("jaccard", 4),
+    ("time", 4),
+    ("heat", 4),
+    ("created_at", 3),
+    ("updated_at", 3),
+    ("at", 3),
+    ("days_old", 1),
+];
+
 /// Subtrees whose values are all run-dependent: file paths and byte sizes.
 const VARYING: &[&str] = &["paths", "disk_usage"];
 
@@ -157,6 +171,33 @@ pub fn compare(path: &str, want: &Value, got: &Value, d: &mut Diff) {
                 compare(&format!("{path}[{i}]"), wv, gv, d);
             }
         }
+        (Value::Number(_), Value::Number(g)) if rounded(path).is_some() => {
+            let places = rounded(path).unwrap_or(0);
+            let g = g.as_f64().unwrap_or(f64::NAN);
+            let scale = 10f64.powi(places);
+            // A hundredth of the last place: well above f64's error on a Unix time.
+            if ((g * scale).round() / scale - g).abs() > 0.01 / scale {
+                d.problem(
+                    path,
+                    format!("{g} is not rounded to {places} places as the original's {want} is"),
+                );
+            }
+            compare_values(path, want, &Value::from(g), d);
+        }
+        _ => compare_values(path, want, got, d),
+    }
+}
+
+/// The decimals the original rounds the number at `path` to, if it does.
+fn rounded(path: &str) -> Option<i32> {
+    let key = last_key(path);
+    ROUNDED.iter().find(|(k, _)| *k == key).map(|(_, n)| *n)
+}
+
+/// Two scalars: equal, or within 1e-4 for numbers; otherwise a problem where the key is
+/// meaningful, a listed value elsewhere.
+fn compare_values(path: &str, want: &Value, got: &Value, d: &mut Diff) {
+    match () {
         _ if want == got => {}
         _ => {
             let varying = path.split('.').any(|part| VARYING.contains(&part));
