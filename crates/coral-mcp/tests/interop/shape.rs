@@ -197,21 +197,17 @@ fn rounded(path: &str) -> Option<i32> {
 /// Two scalars: equal, or within 1e-4 for numbers; otherwise a problem where the key is
 /// meaningful, a listed value elsewhere.
 fn compare_values(path: &str, want: &Value, got: &Value, d: &mut Diff) {
-    match () {
-        _ if want == got => {}
-        _ => {
-            let varying = path.split('.').any(|part| VARYING.contains(&part));
-            let meaningful = !varying && MEANINGFUL.contains(&last_key(path));
-            let close = match (want.as_f64(), got.as_f64()) {
-                (Some(a), Some(b)) => (a - b).abs() <= 1e-4,
-                _ => false,
-            };
-            if close {
-            } else if meaningful {
-                d.problem(path, format!("{want} in the original, {got} in Coral"));
-            } else {
-                d.values.push(format!("{path}: {want} vs {got}"));
-            }
-        }
+    let close = match (want.as_f64(), got.as_f64()) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-4,
+        _ => want == got,
+    };
+    if close {
+        return;
+    }
+    let varying = path.split('.').any(|part| VARYING.contains(&part));
+    if !varying && MEANINGFUL.contains(&last_key(path)) {
+        d.problem(path, format!("{want} in the original, {got} in Coral"));
+    } else {
+        d.values.push(format!("{path}: {want} vs {got}"));
     }
 }
