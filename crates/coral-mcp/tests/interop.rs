@@ -235,16 +235,6 @@ fn the_original_writes_and_coral_reads_the_same_memories_and_rankings() {
     original_writes_coral_reads(&shared_config(), "(a)");
 }
 
-/// The original searches only the last `memory.cold_scan_lines` lines of its cold file (500
-/// by default: any user past about 750 memories has more cold ones). A smaller limit over
-/// the same corpus checks that Coral searches the same cold memories.
-#[test]
-fn coral_searches_the_cold_memories_the_original_scans() {
-    let mut config = shared_config();
-    config["memory"]["cold_scan_lines"] = json!(100);
-    original_writes_coral_reads(&config, "(a, cold_scan_lines 100)");
-}
-
 #[test]
 fn coral_writes_and_the_original_reads_the_same_memories_and_rankings() {
     let ws = Workspace::new(&shared_config());

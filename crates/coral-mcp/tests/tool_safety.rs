@@ -138,9 +138,17 @@ fn tools_change_only_tuning_keys() {
         .call_tool("coral_config_reset", &json!({"key_path": "storage"}))
         .unwrap();
     assert_eq!(reset["ok"], true, "{reset}");
+    // As the original: the section asked for, old and new whole.
     assert_eq!(
-        reset["changed"],
-        json!({"storage.warn_ratio": {"old": 0.5, "new": 0.8}}),
+        reset["changed"]["storage"]["old"]["warn_ratio"], 0.5,
+        "{reset}"
+    );
+    assert_eq!(
+        reset["changed"]["storage"]["new"]["warn_ratio"], 0.8,
+        "{reset}"
+    );
+    assert_eq!(
+        reset["changed"]["storage"]["new"]["sync"], "always",
         "{reset}"
     );
     assert!(

@@ -163,10 +163,10 @@ fn config_set(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     Ok(change_result(change))
 }
 
-/// `coral_config_reset` answers as the original did: `{reset: true, scope, changed: {key:
-/// {old, new}}, memory_data_untouched: true}`. A reset of one key always lists it; a reset of
-/// a section or of everything lists each key whose value changed (the original listed whole
-/// sections). Coral's `sections` and `kept` stand beside them.
+/// `coral_config_reset` answers as the original did: `{reset: true, scope, changed,
+/// memory_data_untouched: true}`, where `changed` maps the key or section asked for (or, for a
+/// reset of everything, each section that changed) to `{old, new}`: the whole section's value
+/// for a section, as the original wrote it. Coral's `sections` and `kept` stand beside them.
 fn config_reset(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let key = args
         .str("key_path")
@@ -176,13 +176,49 @@ fn config_reset(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let ConfigChange::Done(done) = change else {
         return Ok(change_result(change));
     };
-    let mut changed = done["values"].as_object().cloned().unwrap_or_default();
-    if let Some(key) = key
-        && done["scope"] == "key"
-        && !changed.contains_key(key)
-    {
-        let value = coral.config_get(Some(key))?;
-        changed.insert(key.to_string(), json!({"old": value, "new": value}));
+    let after = coral.config_get(None)?;
+    let at = |config: &Value, path: &str| {
+        path.split('.')
+            .try_fold(config, |node, part| node.get(part))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    // The value before: the value now with each changed leaf's old value put back.
+    let values = done["values"].as_object().cloned().unwrap_or_default();
+    let before = |path: &str| {
+        let mut old = at(&after, path);
+        for (leaf, change) in &values {
+            if leaf == path {
+                old = change["old"].clone();
+            } else if let Some(rest) = leaf.strip_prefix(&format!("{path}.")) {
+                let mut node = &mut old;
+                for part in rest.split('.') {
+                    node = &mut node[part];
+                }
+                *node = change["old"].clone();
+            }
+        }
+        old
+    };
+    let mut changed = Map::new();
+    match key {
+        Some(key) => {
+            changed.insert(
+                key.to_string(),
+                json!({"old": before(key), "new": at(&after, key)}),
+            );
+        }
+        None => {
+            for section in coral::TUNABLE {
+                let prefix = format!("{section}.");
+                if values.keys().any(|leaf| leaf.starts_with(&prefix)) {
+                    changed.insert(
+                        section.to_string(),
+                        json!({"old": before(section), "new": at(&after, section)}),
+                    );
+                }
+            }
+        }
     }
     let mut answer = json!({
         "ok": true,

@@ -166,7 +166,28 @@ pub(super) static TOOLS: &[ToolDef] = &[
 ];
 
 fn ok_thread(thread: impl serde::Serialize) -> Result<Value, ToolError> {
-    Ok(json!({"ok": true, "thread": thread}))
+    let mut value = json!({"ok": true, "thread": thread});
+    round_times(&mut value);
+    Ok(value)
+}
+
+/// Thread times (`created_at`, `updated_at`, a step's `at`) to milliseconds, as the original
+/// answers them; the file keeps them whole.
+fn round_times(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                match v.as_f64() {
+                    Some(t) if matches!(key.as_str(), "created_at" | "updated_at" | "at") => {
+                        *v = json!((t * 1000.0).round() / 1000.0);
+                    }
+                    _ => round_times(v),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(round_times),
+        _ => {}
+    }
 }
 
 fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
@@ -194,6 +215,7 @@ fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     if let Some(map) = value.as_object_mut() {
         map.insert("ok".into(), json!(true));
     }
+    round_times(&mut value);
     Ok(value)
 }
 

@@ -187,6 +187,16 @@ fn compare_tool_lists(theirs: &Value, ours: &Value, d: &mut Diff) -> usize {
                         for p in props.values_mut() {
                             if let Some(p) = p.as_object_mut() {
                                 p.remove("description");
+                                // `anyOf` of bare types means what a type list means; Coral
+                                // sends the former because more clients accept it.
+                                let types: Option<Vec<Value>> =
+                                    p.get("anyOf").and_then(Value::as_array).map(|branches| {
+                                        branches.iter().map(|b| b["type"].clone()).collect()
+                                    });
+                                if let Some(types) = types {
+                                    p.remove("anyOf");
+                                    p.insert("type".into(), Value::Array(types));
+                                }
                             }
                         }
                     }
