@@ -7,12 +7,12 @@
 //! contiguous arrays indexed by row number and get row numbers back.
 //!
 //! ```
-//! use coral_score::{Bitmap, Pool, Query, Weights, scan};
+//! use coral_score::{Bitmap, ScanRows, Query, Weights, scan};
 //!
 //! let vectors = [1.0, 0.0, /* row 1 */ 0.0, 1.0];
 //! let mut bitmaps: [Bitmap; 2] = [[0; 32]; 2];
 //! bitmaps[1][0] = 0b11;
-//! let pool = Pool {
+//! let pool = ScanRows {
 //!     dim: 2,
 //!     vectors: &vectors,
 //!     bitmaps: &bitmaps,
@@ -56,7 +56,7 @@ pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
 pub use rrf::rrf_weighted;
-pub use scan::{PARALLEL_THRESHOLD, Pool, Query, scan};
+pub use scan::{PARALLEL_THRESHOLD, Query, ScanRows, scan};
 pub use terms::{for_each_keyword_term, keyword_terms};
 pub use topk::{Scored, TopK};
 pub use weights::Weights;

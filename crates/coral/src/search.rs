@@ -83,7 +83,7 @@ impl Coral {
                 boost,
             }),
             None => scan(
-                &coral_score::Pool {
+                &coral_score::ScanRows {
                     dim: pool.dim(),
                     vectors: pool.vectors(),
                     bitmaps: pool.bitmaps(),

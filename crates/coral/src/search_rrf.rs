@@ -88,7 +88,7 @@ impl Engine {
             return Vec::new();
         };
         let pool = self.store.pool();
-        let score_pool = coral_score::Pool {
+        let score_pool = coral_score::ScanRows {
             dim: pool.dim(),
             vectors: pool.vectors(),
             bitmaps: pool.bitmaps(),
