@@ -296,15 +296,15 @@ impl Coral {
                 None => records.push(Record::Put {
                     tier: Tier::Hot,
                     item: Item {
-                        item_id: summary_id.clone(),
-                        token_count: token_count(&summary),
-                        content: summary.clone(),
-                        timestamp: now,
-                        last_access: now,
                         access_count: job.access_count.max(1),
-                        importance: job.importance.clamp(0.0, 1.0),
                         project: job.project.clone(),
-                        extra: Default::default(),
+                        ..Item::new(
+                            summary_id.clone(),
+                            summary.clone(),
+                            token_count(&summary),
+                            now,
+                            job.importance.clamp(0.0, 1.0),
+                        )
                     },
                     vector,
                 }),

@@ -100,15 +100,14 @@ impl Engine {
             return Ok(Insert::Merged(id));
         }
         let item = Item {
-            item_id: id.clone(),
-            content: new.content.to_string(),
-            timestamp: new.at,
-            last_access: new.at,
-            token_count: token_count(new.content),
-            access_count: 1,
-            importance: new.importance,
             project: new.project,
-            extra: Default::default(),
+            ..Item::new(
+                id.clone(),
+                new.content,
+                token_count(new.content),
+                new.at,
+                new.importance,
+            )
         };
         self.commit(vec![Record::Put {
             tier: Tier::Hot,
@@ -121,31 +120,23 @@ impl Engine {
 
     /// The hot or warm item most similar to `tokens`, if at or above the merge threshold.
     fn near_duplicate(&mut self, config: &Config, tokens: &[u64]) -> Option<u32> {
-        let threshold = config.memory.sim_threshold_hot;
         let pool = self.store.pool();
-        let mut best: Option<(f64, u32)> = None;
-        for tier in [Tier::Hot, Tier::Warm] {
-            for row in pool.tier_rows(tier) {
-                let item = pool.item(row);
-                let set = self
-                    .dedup
-                    .entry(item.item_id.clone())
-                    .or_insert_with(|| text_features(&item.content).token_set);
-                let (small, large) = if set.len() < tokens.len() {
-                    (set.len(), tokens.len())
-                } else {
-                    (tokens.len(), set.len())
-                };
-                // Jaccard can never exceed |small| / |large|: skip hopeless pairs cheaply.
-                if large > 0 && (small as f64) < threshold * large as f64 {
-                    continue;
-                }
-                let j = coral_base::set_jaccard_sorted(set, tokens);
-                if j >= threshold && best.is_none_or(|(b, _)| j > b) {
-                    best = Some((j, row));
-                }
-            }
+        let rows: Vec<u32> = [Tier::Hot, Tier::Warm]
+            .iter()
+            .flat_map(|&tier| pool.tier_rows(tier).iter())
+            .collect();
+        for &row in &rows {
+            let item = pool.item(row);
+            self.dedup
+                .entry(item.item_id.clone())
+                .or_insert_with(|| text_features(&item.content).token_set);
         }
-        best.map(|(_, row)| row)
+        let dedup = &self.dedup;
+        let candidates = rows.iter().filter_map(|&row| {
+            let set = dedup.get(&pool.item(row).item_id)?;
+            Some((row, set.as_slice()))
+        });
+        coral_score::near_duplicate(tokens, candidates, config.memory.sim_threshold_hot)
+            .map(|(row, _)| row)
     }
 }

@@ -4,7 +4,7 @@
 
 use coral_embed::text_features;
 use coral_score::{Query, Weights, scan};
-use coral_store::{Record, Tier};
+use coral_store::Record;
 use roaring::RoaringBitmap;
 
 use crate::engine::{
@@ -59,7 +59,7 @@ impl Coral {
         }
         let pool = engine.store.pool();
         let r = &config.retrieval;
-        let allow = cold_filter(pool, r.include_cold, config.memory.cold_scan_lines);
+        let allow = pool.cold_filter(r.include_cold, config.memory.cold_scan_lines);
         let boosted = project.map(|p| {
             (0..pool.len() as u32)
                 .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
@@ -161,26 +161,4 @@ impl Coral {
             .collect();
         Ok(hits)
     }
-}
-
-/// Rows allowed by the cold-tier settings, or `None` when every row is searchable.
-fn cold_filter(
-    pool: &coral_store::Pool,
-    include_cold: bool,
-    newest: usize,
-) -> Option<RoaringBitmap> {
-    let cold = pool.tier_rows(Tier::Cold);
-    if include_cold && (newest == 0 || cold.len() as usize <= newest) {
-        return None;
-    }
-    let mut allow: RoaringBitmap = (0..pool.len() as u32).collect();
-    allow -= cold;
-    if include_cold {
-        let mut by_age: Vec<u32> = cold.iter().collect();
-        by_age.sort_by(|&a, &b| {
-            pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize])
-        });
-        allow.extend(by_age.into_iter().take(newest));
-    }
-    Some(allow)
 }
