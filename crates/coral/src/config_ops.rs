@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
 use crate::error::{Error, Result};
-use crate::guard::RemovalPreview;
+use crate::engine::guard::RemovalPreview;
 
 /// Prefixes no config edit changes: the files move with `set_paths`, which moves them.
 pub const PROTECTED: [&str; 2] = ["paths.", "threads."];

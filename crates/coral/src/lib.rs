@@ -23,18 +23,9 @@ mod config;
 mod config_ops;
 mod engine;
 mod error;
-mod govern;
-mod guard;
-mod import;
-mod insert;
-mod keyword_index;
-mod lifecycle;
 mod models;
-mod reembed;
 mod reload;
 mod report;
-mod search;
-mod search_rrf;
 mod set_paths;
 mod threads;
 pub mod timeline;
@@ -69,12 +60,12 @@ pub use engine::{
     MAX_UNIX_TIME, Memory, Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
 };
 pub use error::{Error, Result};
-pub use govern::{GovernanceStats, llm_settings};
-pub use guard::{
+pub use engine::govern::{GovernanceStats, llm_settings};
+pub use engine::guard::{
     Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
 };
 pub use models::{ModelStatus, model_search, model_statuses, runtime_search};
-pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
+pub use engine::reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::{THREADS_FILE, Threads};

@@ -124,7 +124,7 @@ impl Coral {
         let mut engine = self.lock_raw();
         let config = self.swap_config(config);
         if confirmed {
-            engine.accept(crate::guard::RemovalLimits::of(&config), now);
+            engine.accept(crate::engine::guard::RemovalLimits::of(&config), now);
         }
         if let Some(r) = &self.reloader {
             r.mark_seen();

@@ -6,7 +6,7 @@ use coral_heat::{Candidate, evict_lowest_heat, heat};
 use coral_store::Tier;
 
 use crate::engine::{Coral, DiskUsage, Stats, unix_now};
-use crate::lifecycle::heat_params;
+use crate::engine::lifecycle::heat_params;
 
 /// Memories created on one UTC day.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,9 +76,9 @@ pub struct Report {
     pub paths: Paths,
     /// A changed limit waiting for confirmation because it would remove many memories at
     /// once, with its preview.
-    pub held_change: Option<crate::guard::Held>,
+    pub held_change: Option<crate::engine::guard::Held>,
     /// What governance and the quotas removed recently (the last 20 passes), newest last.
-    pub removed: Vec<crate::guard::Removal>,
+    pub removed: Vec<crate::engine::guard::Removal>,
 }
 
 /// What `fuse_check` found.

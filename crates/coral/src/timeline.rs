@@ -15,7 +15,7 @@ use coral_timeline::{Access, Durability, Options};
 
 use crate::config::Config;
 use crate::engine::{Coral, unix_now};
-use crate::govern::llm_settings;
+use crate::engine::govern::llm_settings;
 
 /// Tokens a summary answer may take (summaries are a few hundred; reasoning models think
 /// first).

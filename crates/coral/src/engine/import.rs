@@ -36,7 +36,7 @@ impl Coral {
             ..ImportReport::default()
         };
         if !snapshot.vectors.is_empty()
-            && !crate::reembed::snapshot_matches(&paths, &snapshot, self.embedder.as_ref())?
+            && !crate::engine::reembed::snapshot_matches(&paths, &snapshot, self.embedder.as_ref())?
         {
             report.notes.push(format!(
                 "the vectors in {} were not made by the {} embedder: they are computed again",

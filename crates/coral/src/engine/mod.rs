@@ -12,6 +12,16 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::{Error, Result};
 
+pub(crate) mod govern;
+pub(crate) mod guard;
+mod import;
+mod insert;
+mod keyword_index;
+pub(crate) mod lifecycle;
+pub(crate) mod reembed;
+mod search;
+mod search_rrf;
+
 /// Longest memory or query accepted, in UTF-8 bytes. Memories are meant to be short facts;
 /// anything longer is almost certainly a mistake (a whole document pasted in).
 pub const MAX_TEXT_BYTES: usize = 65_536;
@@ -192,7 +202,7 @@ pub struct Stats {
     /// Checkpoints since the directory was created.
     pub generation: u64,
     /// Distillation and disk-quota activity since open.
-    pub governance: crate::govern::GovernanceStats,
+    pub governance: crate::engine::govern::GovernanceStats,
 }
 
 /// Disk usage (SPEC 6.5).
@@ -287,11 +297,11 @@ pub(crate) struct Engine {
     /// Why the stored vectors must not be scored (another model made them), until a re-embed.
     pub(crate) vectors_disabled: Option<String>,
     /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
-    pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
+    pub(crate) keywords: Option<crate::engine::keyword_index::KeywordIndex>,
     /// Why the last search's hits could not be recorded (access counts), until one is.
     pub(crate) unrecorded: Option<String>,
     /// The bulk-removal guard's record and hold (guard.rs).
-    pub(crate) guard: crate::guard::RecordCache,
+    pub(crate) guard: crate::engine::guard::RecordCache,
 }
 
 impl Engine {
@@ -348,7 +358,7 @@ pub struct Coral {
     notices: Vec<String>,
     pub(crate) engine: Mutex<Engine>,
     /// Distillation and disk-quota state.
-    pub(crate) governance: crate::govern::Governance,
+    pub(crate) governance: crate::engine::govern::Governance,
     /// Reasoning threads: a separate file and lock, never part of the memory pool.
     pub(crate) threads: crate::threads::Threads,
     /// The timeline (SPEC 11): its own SQLite file, opened on first use.
@@ -444,7 +454,7 @@ impl Coral {
         };
         let mut notices: Vec<String> = store.notes().to_vec();
         let vectors_disabled =
-            crate::reembed::reconcile(&mut store, embedder.as_ref(), &mut notices)?;
+            crate::engine::reembed::reconcile(&mut store, embedder.as_ref(), &mut notices)?;
         let threads = crate::threads::Threads::open(&config)?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
@@ -456,7 +466,7 @@ impl Coral {
         notices.extend(threads.repairs());
         // Built now in rrf mode, so the first search does not pay for it.
         let keywords = (config.retrieval.mode == "rrf")
-            .then(|| crate::keyword_index::KeywordIndex::build(store.pool()));
+            .then(|| crate::engine::keyword_index::KeywordIndex::build(store.pool()));
         let timeline = crate::timeline::TimelineSlot::new(&config);
         let coral = Coral {
             config: arc_swap::ArcSwap::from_pointee(config),
@@ -632,7 +642,7 @@ impl Coral {
             temp_bytes_removed: store.temp_files_removed().1,
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
-            governance: crate::govern::GovernanceStats {
+            governance: crate::engine::govern::GovernanceStats {
                 held: engine.held().map(|h| {
                     format!(
                         "{}: would remove {} of {} memories ({}); {}",
@@ -725,14 +735,14 @@ pub(crate) fn check_text(what: &str, text: &str) -> Result<()> {
 }
 
 /// Compute vectors the store could not load (other model's dim, missing `.npy`, ...): all of
-/// them with the hash embedder, at most [`crate::reembed::OPEN_RECOMPUTE_LIMIT`] with a model
+/// them with the hash embedder, at most [`crate::engine::reembed::OPEN_RECOMPUTE_LIMIT`] with a model
 /// (more wait for `coral reembed`; see `reembed.rs`).
 pub(crate) fn recompute_missing_vectors(
     store: &mut Store,
     embedder: &dyn Embedder,
 ) -> Result<usize> {
     let rows: Vec<u32> = store.pool().missing_vectors().iter().collect();
-    if embedder.name() != "hash" && rows.len() > crate::reembed::OPEN_RECOMPUTE_LIMIT {
+    if embedder.name() != "hash" && rows.len() > crate::engine::reembed::OPEN_RECOMPUTE_LIMIT {
         return Ok(0);
     }
     for chunk in rows.chunks(256) {

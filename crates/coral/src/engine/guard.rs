@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::engine::{Coral, Engine};
 use crate::error::Result;
-use crate::lifecycle::heat_params;
+use crate::engine::lifecycle::heat_params;
 
 /// The record's file name, in the data directory.
 pub const GOVERNANCE_FILE: &str = "coral_governance.json";
@@ -385,7 +385,7 @@ impl Engine {
                 .filter(|r| !removed.contains(r))
                 .map(|row| ColdItem {
                     item: candidate(row),
-                    bytes: crate::govern::item_bytes(pool.item(row), Tier::Cold, pool.dim()),
+                    bytes: crate::engine::govern::item_bytes(pool.item(row), Tier::Cold, pool.dim()),
                 })
                 .collect();
             let archive = self

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::engine::{Coral, Engine};
 use crate::error::Result;
-use crate::lifecycle::heat_params;
+use crate::engine::lifecycle::heat_params;
 
 /// What governance has done since open.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -11,7 +11,7 @@ use crate::engine::{
     Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, check_unix_time, unix_now,
 };
 use crate::error::{Error, Result};
-use crate::search_rrf::{Fused, RrfQuery, keyword_query};
+use crate::engine::search_rrf::{Fused, RrfQuery, keyword_query};
 
 impl Coral {
     /// The `top_k` memories most relevant to `query`.
