@@ -82,7 +82,7 @@ pub fn backup(config: &Config, dest: &Path) -> Result<Manifest> {
     let (memories, threads_n) = contents(dest, config)?;
     let manifest = Manifest {
         format: 1,
-        created_at: crate::engine::unix_now(),
+        created_at: crate::limits::unix_now(),
         coral_version: env!("CARGO_PKG_VERSION").to_string(),
         source: std::path::absolute(&paths.dir)
             .unwrap_or(paths.dir.clone())

@@ -333,6 +333,22 @@ impl Default for HeatConfig {
     }
 }
 
+impl HeatConfig {
+    /// The heat formula's parameters these settings describe.
+    pub(crate) fn params(&self) -> coral_heat::HeatParams {
+        let w = &self.weights;
+        coral_heat::HeatParams {
+            weights: coral_heat::HeatWeights {
+                frequency: w.frequency,
+                recency: w.recency,
+                importance: w.importance,
+            },
+            tau_days: self.tau_days,
+            freq_scale: self.freq_scale,
+        }
+    }
+}
+
 /// `reload.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -499,6 +515,17 @@ impl Default for LlmConfig {
             model: "deepseek-chat".into(),
         }
     }
+}
+
+/// The LLM endpoint of distillation and timeline summaries: `llm.*` from the config, then
+/// `CORAL_LLM_*`, then `DEEPSEEK_*`.
+pub fn llm_settings(config: &Config) -> Option<coral_heat::LlmSettings> {
+    coral_heat::LlmSettings::resolve(
+        &config.llm.base_url,
+        &config.llm.api_key,
+        &config.llm.model,
+        |key| std::env::var(key).ok(),
+    )
 }
 
 /// Keys the original wrote but never used: accepted and ignored.

@@ -8,21 +8,10 @@ use std::time::Duration;
 use coral_thread::{StatusReport, StoreOptions, SyncPolicy, ThreadStore, ThreadView};
 
 use crate::config::Config;
-use crate::engine::Coral;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// File name of the threads file inside a data-directory override.
 pub const THREADS_FILE: &str = "coral_threads.json";
-
-impl From<coral_thread::Error> for Error {
-    fn from(e: coral_thread::Error) -> Self {
-        match e {
-            coral_thread::Error::InvalidInput(m) => Error::InvalidInput(m),
-            coral_thread::Error::NotFound(id) => Error::ThreadNotFound(id),
-            other => Error::Thread(other),
-        }
-    }
-}
 
 impl Config {
     /// The threads file: `threads.path` resolved against the config file's directory, or
@@ -173,67 +162,5 @@ impl Threads {
     /// Damage found in ended processes' thread journals, one sentence each (empty when none).
     pub fn repairs(&self) -> Vec<String> {
         self.store.repairs()
-    }
-}
-
-/// The thread operations of SPEC 8 on the facade. Results serialise to the `thread` /
-/// `threads` parts of the SPEC 10.3 tool results.
-impl Coral {
-    /// The threads store.
-    pub fn threads(&self) -> &Threads {
-        &self.threads
-    }
-
-    /// `thread_create(title, summary?, parent_thread_id?, by?)` → the new thread.
-    pub fn thread_create(
-        &self,
-        title: &str,
-        summary: Option<&str>,
-        parent_thread_id: Option<&str>,
-        by: Option<&str>,
-    ) -> Result<ThreadView> {
-        self.threads.create(title, summary, parent_thread_id, by)
-    }
-
-    /// `thread_status(thread_id?, include_archived?, query?)` → `{count, thread}` or
-    /// `{count, threads}` when serialised.
-    pub fn thread_status(
-        &self,
-        thread_id: Option<&str>,
-        include_archived: bool,
-        query: Option<&str>,
-    ) -> Result<StatusReport> {
-        self.threads.status(thread_id, include_archived, query)
-    }
-
-    /// `thread_advance(thread_id, note, done?, by?)` → the thread with its new step.
-    pub fn thread_advance(
-        &self,
-        thread_id: &str,
-        note: &str,
-        done: Option<bool>,
-        by: Option<&str>,
-    ) -> Result<ThreadView> {
-        self.threads.advance(thread_id, note, done, by)
-    }
-
-    /// `thread_interrupt(thread_id, reason?)` → the interrupted thread.
-    pub fn thread_interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
-        self.threads.interrupt(thread_id, reason)
-    }
-
-    /// `thread_archive(thread_id)` → the archived thread.
-    pub fn thread_archive(&self, thread_id: &str) -> Result<ThreadView> {
-        self.threads.archive(thread_id)
-    }
-
-    /// `thread_resume(thread_id)` → the active thread.
-    pub fn thread_resume(&self, thread_id: &str) -> Result<ThreadView> {
-        self.threads.resume(thread_id)
-    }
-
-    /// `thread_link(child_id, parent_id)`.
-    pub fn thread_link(&self, child_id: &str, parent_id: &str) -> Result<()> {
-        self.threads.link(child_id, parent_id)
     }
 }

@@ -1,29 +1,19 @@
-//! The insert path (SPEC 6.2): embed outside the lock, dedup, journal, tier checks, governance.
+//! The insert path (docs/storage.md, "Inserting"): embed outside the lock, merge a
+//! near-duplicate, journal, tier checks, governance.
 
 use coral_embed::{TextFeatures, item_id, text_features, token_count};
 use coral_store::{Item, Record, Tier};
 
+use super::{Engine, State};
 use crate::config::Config;
-use crate::engine::{
-    Coral, Engine, Insert, InsertOptions, check_importance, check_text, check_unix_time, unix_now,
-};
 use crate::error::{Error, Result};
+use crate::limits::{check_importance, check_text, check_unix_time, unix_now};
+use crate::types::{Insert, InsertOptions};
 
-impl Coral {
-    /// Store a memory with the given importance (0..1). A text that duplicates a hot or warm
-    /// memory (set-Jaccard ≥ `memory.sim_threshold_hot`) refreshes that memory instead.
-    pub fn insert(&self, content: &str, importance: f64) -> Result<Insert> {
-        self.insert_with(
-            content,
-            InsertOptions {
-                importance,
-                ..InsertOptions::default()
-            },
-        )
-    }
-
-    /// [`Coral::insert`] with a project tag, an explicit creation time or clock.
-    pub fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
+impl Engine {
+    /// `Coral::insert_with`: checks, features and the vector outside the lock, then the locked
+    /// part ([`State::insert`]), then governance.
+    pub(crate) fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
         check_text("content", content)?;
         check_importance(options.importance)?;
         for (what, t) in [("timestamp", options.timestamp), ("now", options.now)] {
@@ -71,32 +61,34 @@ impl Coral {
     }
 }
 
-pub(crate) struct NewItem<'a> {
-    pub(crate) content: &'a str,
-    pub(crate) features: TextFeatures,
-    pub(crate) vector: Vec<f32>,
-    pub(crate) importance: f64,
-    pub(crate) project: Option<String>,
-    pub(crate) at: f64,
+/// A checked memory with its features and vector, ready for the locked part.
+struct NewItem<'a> {
+    content: &'a str,
+    features: TextFeatures,
+    vector: Vec<f32>,
+    importance: f64,
+    project: Option<String>,
+    at: f64,
 }
 
-impl Engine {
+impl State {
+    /// Under the lock: refresh the same or a nearly identical hot or warm memory
+    /// (set-Jaccard ≥ `memory.sim_threshold_hot`), else put a new one in the hot tier.
     fn insert(&mut self, config: &Config, new: NewItem<'_>) -> Result<Insert> {
         let id = item_id(new.content);
-        let twin = self
-            .store
-            .pool()
-            .row(&id)
-            .or_else(|| self.near_duplicate(config, &new.features.token_set));
+        let twin = self.door.view().pool().row(&id).or_else(|| {
+            self.door
+                .near_duplicate(&new.features.token_set, config.memory.sim_threshold_hot)
+        });
         if let Some(row) = twin {
-            let item = self.store.pool().item(row);
+            let item = self.door.view().pool().item(row);
             let id = item.item_id.clone();
             let record = Record::Touch {
                 id: id.clone(),
                 access_count: item.access_count.saturating_add(1),
                 last_access: item.last_access.max(new.at),
             };
-            self.store.commit(vec![record])?;
+            self.door.commit(vec![record])?;
             return Ok(Insert::Merged(id));
         }
         let item = Item {
@@ -109,34 +101,12 @@ impl Engine {
                 new.importance,
             )
         };
-        self.commit(vec![Record::Put {
+        self.door.commit(vec![Record::Put {
             tier: Tier::Hot,
             item: item.clone(),
             vector: new.vector,
         }])?;
-        self.dedup.insert(id, new.features.token_set);
+        self.door.remember_tokens(id, new.features.token_set);
         Ok(Insert::Inserted(item))
-    }
-
-    /// The hot or warm item most similar to `tokens`, if at or above the merge threshold.
-    fn near_duplicate(&mut self, config: &Config, tokens: &[u64]) -> Option<u32> {
-        let pool = self.store.pool();
-        let rows: Vec<u32> = [Tier::Hot, Tier::Warm]
-            .iter()
-            .flat_map(|&tier| pool.tier_rows(tier).iter())
-            .collect();
-        for &row in &rows {
-            let item = pool.item(row);
-            self.dedup
-                .entry(item.item_id.clone())
-                .or_insert_with(|| text_features(&item.content).token_set);
-        }
-        let dedup = &self.dedup;
-        let candidates = rows.iter().filter_map(|&row| {
-            let set = dedup.get(&pool.item(row).item_id)?;
-            Some((row, set.as_slice()))
-        });
-        coral_score::near_duplicate(tokens, candidates, config.memory.sim_threshold_hot)
-            .map(|(row, _)| row)
     }
 }

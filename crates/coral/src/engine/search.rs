@@ -7,26 +7,20 @@ use coral_score::{Query, Weights, scan};
 use coral_store::Record;
 use roaring::RoaringBitmap;
 
-use crate::engine::{
-    Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, check_unix_time, unix_now,
-};
+use super::Engine;
+use super::search_rrf::{Fused, RrfQuery, keyword_query};
 use crate::error::{Error, Result};
-use crate::engine::search_rrf::{Fused, RrfQuery, keyword_query};
+use crate::limits::{MAX_TOP_K, check_text, check_unix_time, unix_now};
+use crate::types::{Scores, SearchHit, SearchOptions};
 
-impl Coral {
-    /// The `top_k` memories most relevant to `query`.
-    pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<SearchHit>> {
-        self.search_with(
-            query,
-            SearchOptions {
-                top_k: Some(top_k),
-                ..SearchOptions::default()
-            },
-        )
-    }
-
-    /// [`Coral::search`] with a project, a score floor or a clock.
-    pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+impl Engine {
+    /// `Coral::search_with`: checks and the query's features outside the lock, one scoring
+    /// pass, then each hit counted for heat.
+    pub(crate) fn search_with(
+        &self,
+        query: &str,
+        options: SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
         check_text("query", query)?;
         self.refresh_config();
         let config = self.config();
@@ -55,9 +49,9 @@ impl Coral {
         let mut engine = self.lock();
         if !rrf {
             // Weighted mode needs no keyword index: free it (rrf builds it again).
-            engine.keywords = None;
+            engine.door.drop_keywords();
         }
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let r = &config.retrieval;
         let allow = pool.cold_filter(r.include_cold, config.memory.cold_scan_lines);
         let boosted = project.map(|p| {
@@ -119,7 +113,7 @@ impl Coral {
             })
             .collect(),
         };
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let records: Vec<Record> = scored
             .iter()
             .map(|s| {
@@ -137,15 +131,15 @@ impl Coral {
             .collect();
         // Counting the hits is bookkeeping for heat: when it cannot be written (a read-only
         // store, a full disk) the search still answers, and says so through `unrecorded`.
-        engine.unrecorded = match engine.store.read_only() {
+        engine.unrecorded = match engine.door.view().read_only() {
             Some(reason) => Some(format!(
                 "the store is read-only ({reason}): hits were not recorded"
             )),
-            None => engine.store.commit(records).err().map(|e| {
+            None => engine.door.commit(records).err().map(|e| {
                 format!("the hits of a search could not be recorded ({e}); results are unaffected")
             }),
         };
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let hits = scored
             .iter()
             .zip(ids)

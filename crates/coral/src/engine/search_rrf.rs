@@ -28,7 +28,8 @@ use coral_score::{
 };
 use roaring::RoaringBitmap;
 
-use crate::engine::{Engine, Scores};
+use super::State;
+use crate::types::Scores;
 
 /// The reciprocal-rank constant (SPEC 5.1).
 pub const RRF_K: f64 = 60.0;
@@ -78,16 +79,13 @@ pub(crate) struct Fused {
     pub(crate) scores: Scores,
 }
 
-impl Engine {
+impl State {
     /// The best `query.k` rows by reciprocal-rank fusion, best first.
     pub(crate) fn search_rrf(&mut self, query: &RrfQuery) -> Vec<Fused> {
         let depth = RRF_DEPTH.max(query.k);
-        // Build or repair the index first: it borrows the engine mutably.
-        self.ensure_keywords();
-        let Some(keywords) = self.keywords.as_ref() else {
-            return Vec::new();
-        };
-        let pool = self.store.pool();
+        // The index is built or repaired first, so that it matches the pool.
+        let (keywords, store) = self.door.keywords();
+        let pool = store.pool();
         let score_pool = coral_score::ScanRows {
             dim: pool.dim(),
             vectors: pool.vectors(),
