@@ -8,7 +8,7 @@ use std::sync::Arc;
 use coral_embed::Embedder;
 use coral_heat::Llm;
 use coral_store::{Item, Record};
-use coral_thread::{StatusReport, ThreadView};
+use coral_thread::ThreadStore;
 use serde_json::Value;
 
 use crate::config::{Config, Loaded};
@@ -22,7 +22,7 @@ use crate::limits::{check_importance, unix_now};
 use crate::models::embedder_for;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
-use crate::threads::Threads;
+use crate::threads::open_threads;
 use crate::timeline_slot::TimelineSlot;
 use crate::types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
@@ -36,7 +36,7 @@ pub struct Coral {
     /// The memory engine: the store behind its commit door, the embedder, the config.
     pub(crate) engine: Engine,
     /// Reasoning threads: a separate file and lock, never part of the memory pool.
-    threads: Threads,
+    threads: ThreadStore,
     /// The timeline: its own SQLite file, opened on first use.
     pub(crate) timeline: TimelineSlot,
     notices: Vec<String>,
@@ -84,7 +84,7 @@ impl Coral {
             });
         }
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
-        let threads = Threads::open(&config)?;
+        let threads = open_threads(&config)?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
                 "{} entr(ies) of {} are not readable threads; kept in the file as they are",
@@ -129,7 +129,7 @@ impl Coral {
         engine.door.checkpoint()?;
         engine.door.view().sync()?;
         drop(engine);
-        self.threads.flush()
+        Ok(self.threads.flush()?)
     }
 
     /// Checkpoint and release the data directory. Returns warnings that lost nothing (a
@@ -440,61 +440,11 @@ impl Coral {
 
     // Threads.
 
-    /// The threads store.
-    pub fn threads(&self) -> &Threads {
+    /// The reasoning threads (docs/storage.md, "Threads"): a separate file and lock, never
+    /// part of the memory pool. The seven operations (`create`, `status`, `advance`,
+    /// `interrupt`, `archive`, `resume`, `link`) are the store's; their results serialise to
+    /// the `thread` / `threads` parts of the tool results.
+    pub fn threads(&self) -> &ThreadStore {
         &self.threads
-    }
-
-    /// `thread_create(title, summary?, parent_thread_id?, by?)` → the new thread.
-    pub fn thread_create(
-        &self,
-        title: &str,
-        summary: Option<&str>,
-        parent_thread_id: Option<&str>,
-        by: Option<&str>,
-    ) -> Result<ThreadView> {
-        self.threads.create(title, summary, parent_thread_id, by)
-    }
-
-    /// `thread_status(thread_id?, include_archived?, query?)` → `{count, thread}` or
-    /// `{count, threads}` when serialised.
-    pub fn thread_status(
-        &self,
-        thread_id: Option<&str>,
-        include_archived: bool,
-        query: Option<&str>,
-    ) -> Result<StatusReport> {
-        self.threads.status(thread_id, include_archived, query)
-    }
-
-    /// `thread_advance(thread_id, note, done?, by?)` → the thread with its new step.
-    pub fn thread_advance(
-        &self,
-        thread_id: &str,
-        note: &str,
-        done: Option<bool>,
-        by: Option<&str>,
-    ) -> Result<ThreadView> {
-        self.threads.advance(thread_id, note, done, by)
-    }
-
-    /// `thread_interrupt(thread_id, reason?)` → the interrupted thread.
-    pub fn thread_interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
-        self.threads.interrupt(thread_id, reason)
-    }
-
-    /// `thread_archive(thread_id)` → the archived thread.
-    pub fn thread_archive(&self, thread_id: &str) -> Result<ThreadView> {
-        self.threads.archive(thread_id)
-    }
-
-    /// `thread_resume(thread_id)` → the active thread.
-    pub fn thread_resume(&self, thread_id: &str) -> Result<ThreadView> {
-        self.threads.resume(thread_id)
-    }
-
-    /// `thread_link(child_id, parent_id)`.
-    pub fn thread_link(&self, child_id: &str, parent_id: &str) -> Result<()> {
-        self.threads.link(child_id, parent_id)
     }
 }

@@ -58,9 +58,9 @@ pub use coral_embed::{
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
-    Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
-    StoreOptions as ThreadStoreOptions, SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadView,
-    looks_completed,
+    Clock as ThreadClock, Error as ThreadError, Status as ThreadStatus,
+    StatusReport as ThreadStatusReport, StepView, StoreOptions as ThreadStoreOptions,
+    SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadStore, ThreadView, looks_completed,
 };
 pub use engine::guard::{
     Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
@@ -73,7 +73,7 @@ pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
-pub use threads::{THREADS_FILE, Threads};
+pub use threads::{THREADS_FILE, open_threads};
 pub use types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
 };

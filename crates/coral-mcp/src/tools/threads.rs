@@ -170,7 +170,7 @@ fn ok_thread(thread: impl serde::Serialize) -> Result<Value, ToolError> {
 }
 
 fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.thread_create(
+    ok_thread(coral.threads().create(
         args.str("title").unwrap_or_default(),
         args.str("summary"),
         args.str("parent_thread_id"),
@@ -179,7 +179,7 @@ fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let report = coral.thread_status(
+    let report = coral.threads().status(
         args.str("thread_id"),
         args.bool("include_archived").unwrap_or(false),
         args.str("query"),
@@ -192,7 +192,7 @@ fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_advance(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.thread_advance(
+    ok_thread(coral.threads().advance(
         args.str("thread_id").unwrap_or_default(),
         args.str("note").unwrap_or_default(),
         args.bool("done"),
@@ -201,22 +201,30 @@ fn thread_advance(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_interrupt(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.thread_interrupt(
+    ok_thread(coral.threads().interrupt(
         args.str("thread_id").unwrap_or_default(),
         args.str("reason"),
     )?)
 }
 
 fn thread_archive(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.thread_archive(args.str("thread_id").unwrap_or_default())?)
+    ok_thread(
+        coral
+            .threads()
+            .archive(args.str("thread_id").unwrap_or_default())?,
+    )
 }
 
 fn thread_resume(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.thread_resume(args.str("thread_id").unwrap_or_default())?)
+    ok_thread(
+        coral
+            .threads()
+            .resume(args.str("thread_id").unwrap_or_default())?,
+    )
 }
 
 fn thread_link(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    coral.thread_link(
+    coral.threads().link(
         args.str("child_id").unwrap_or_default(),
         args.str("parent_id").unwrap_or_default(),
     )?;
