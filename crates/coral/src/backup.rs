@@ -11,9 +11,8 @@ use coral_store::{BackupFile, CheckReport, Finding, Severity, StorePaths};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::config::{THREADS_FILE, TIMELINE_FILE};
 use crate::error::{Error, Result};
-use crate::threads::THREADS_FILE;
-use crate::timeline::TIMELINE_FILE;
 
 /// The manifest's file name in a backup directory.
 pub const MANIFEST: &str = "coral_backup.json";

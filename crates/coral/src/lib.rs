@@ -37,6 +37,7 @@ mod timeline_slot;
 mod types;
 
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
+pub use config::THREADS_FILE;
 pub use config::{
     Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
     ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
@@ -73,7 +74,7 @@ pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
-pub use threads::{THREADS_FILE, open_threads};
+pub use threads::open_threads;
 pub use types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
 };

@@ -2,7 +2,6 @@
 //! kept apart from memories (never searched, evicted, or counted against capacity or quota).
 //! The operations are `coral_thread::ThreadStore`'s, re-exported as they are.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use coral_thread::{StoreOptions, SyncPolicy, ThreadStore};
@@ -10,20 +9,7 @@ use coral_thread::{StoreOptions, SyncPolicy, ThreadStore};
 use crate::config::Config;
 use crate::error::Result;
 
-/// File name of the threads file inside a data-directory override.
-pub const THREADS_FILE: &str = "coral_threads.json";
-
 impl Config {
-    /// The threads file: `threads.path` resolved against the config file's directory, or
-    /// `coral_threads.json` in the data directory when one overrides the paths
-    /// (`CORAL_DATA_DIR`, `--data-dir`).
-    pub fn threads_path(&self) -> PathBuf {
-        match &self.data_dir_override {
-            Some(dir) => dir.join(THREADS_FILE),
-            None => self.resolve(&self.threads.path),
-        }
-    }
-
     /// The thread store's options for this configuration: the defaults, with the journal's
     /// power-loss policy from `storage.sync` (see [`Config::thread_sync_policy`]).
     pub fn thread_store_options(&self) -> StoreOptions {

@@ -17,16 +17,6 @@ use crate::limits::unix_now;
 /// How long a timeline opened read-only is used before a call tries to open it writable again.
 pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);
 
-/// File name of the timeline database inside the data directory.
-pub const TIMELINE_FILE: &str = "coral_timeline.sqlite3";
-
-impl Config {
-    /// The timeline database: `coral_timeline.sqlite3` next to the store's files.
-    pub fn timeline_path(&self) -> PathBuf {
-        self.store_paths().dir.join(TIMELINE_FILE)
-    }
-}
-
 /// The timeline of one `Coral`, opened by the first call that needs it (most agents never
 /// use it, and a data directory gains the file only then).
 pub(crate) struct TimelineSlot {
