@@ -170,11 +170,17 @@ impl Config {
             return Err("the top level must be a JSON object".into());
         }
         let config: Config = serde_path_to_error::deserialize(&value).map_err(|e| {
-            let path = e.path().to_string();
+            let (path, message) = match e.path().to_string().as_str() {
+                // The layer keys are flattened into `timeline`, and serde's flatten forgets
+                // which key failed: parsed alone, they name it.
+                "timeline" => flattened_error(&value["timeline"])
+                    .unwrap_or_else(|| ("timeline".to_string(), e.into_inner().to_string())),
+                path => (path.to_string(), e.into_inner().to_string()),
+            };
             let shown = lookup(&value, &path)
                 .map(|v| format!(" (value {v})"))
                 .unwrap_or_default();
-            format!("{path}{shown}: {}", e.into_inner())
+            format!("{path}{shown}: {message}")
         })?;
         let mut warnings = Vec::new();
         let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
@@ -190,6 +196,13 @@ impl Config {
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
+}
+
+/// The dotted key and message of the error in the layer keys of a `timeline` section, if
+/// they have one.
+fn flattened_error(timeline: &Value) -> Option<(String, String)> {
+    let e = serde_path_to_error::deserialize::<_, coral_timeline::LayerSettings>(timeline).err()?;
+    Some((format!("timeline.{}", e.path()), e.into_inner().to_string()))
 }
 
 fn lookup<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {

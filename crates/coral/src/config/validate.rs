@@ -97,7 +97,7 @@ impl Config {
                 s.sync
             ));
         }
-        if let Err(e) = self.timeline.layer_settings().validate() {
+        if let Err(e) = self.timeline.layers.validate() {
             p.push(format!("timeline.{e}"));
         }
         if self.timeline.retrieval_limit == 0
