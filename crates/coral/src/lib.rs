@@ -39,9 +39,10 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
-    RetrievalWeights, RrfWeights, StorageConfig, ThreadsConfig, llm_settings,
+    Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
+    LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig,
+    RetrievalConfig, RetrievalWeights, RrfWeights, StorageConfig, SyncMode, ThreadsConfig,
+    llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,

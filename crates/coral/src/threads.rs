@@ -2,33 +2,10 @@
 //! kept apart from memories (never searched, evicted, or counted against capacity or quota).
 //! The operations are `coral_thread::ThreadStore`'s, re-exported as they are.
 
-use std::time::Duration;
-
-use coral_thread::{StoreOptions, SyncPolicy, ThreadStore};
+use coral_thread::ThreadStore;
 
 use crate::config::Config;
 use crate::error::Result;
-
-impl Config {
-    /// The thread store's options for this configuration: the defaults, with the journal's
-    /// power-loss policy from `storage.sync` (see [`Config::thread_sync_policy`]).
-    pub fn thread_store_options(&self) -> StoreOptions {
-        StoreOptions {
-            sync: self.thread_sync_policy(),
-            ..StoreOptions::default()
-        }
-    }
-
-    /// The thread journal's power-loss policy: `storage.sync` and `storage.sync_interval_ms`,
-    /// the same as the memory journal's (docs/storage.md).
-    pub fn thread_sync_policy(&self) -> SyncPolicy {
-        match self.storage.sync.as_str() {
-            "always" => SyncPolicy::Always,
-            "never" => SyncPolicy::Never,
-            _ => SyncPolicy::Interval(Duration::from_millis(self.storage.sync_interval_ms.max(1))),
-        }
-    }
-}
 
 /// The thread store of `config` (created by the first change), journaling changes with the
 /// config's `storage.sync` policy. It needs no memory store: `coral thread ...` opens only

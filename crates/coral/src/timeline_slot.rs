@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use coral_timeline::{Access, Durability, Options, Problem, Repair, Timeline};
 
-use crate::config::Config;
+use crate::config::{Config, SyncMode};
 use crate::limits::unix_now;
 
 /// How long a timeline opened read-only is used before a call tries to open it writable again.
@@ -30,7 +30,7 @@ impl TimelineSlot {
         TimelineSlot {
             path: config.timeline_path(),
             // `storage.sync = "always"` asks for every commit on disk before it returns.
-            durability: if config.storage.sync == "always" {
+            durability: if config.storage.sync_mode() == SyncMode::Always {
                 Durability::Full
             } else {
                 Durability::Normal

@@ -7,6 +7,7 @@
 //! dotted key and the offending value. Nothing ever falls back to defaults silently. Where the
 //! files are is `paths.rs`.
 
+mod modes;
 mod paths;
 mod retrieval;
 mod sections;
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};
 pub use retrieval::{RETRIEVAL_MODES, RetrievalConfig, RetrievalWeights, RrfWeights};
 pub use sections::{

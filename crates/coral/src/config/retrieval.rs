@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::EmbedderKind;
+
 /// `retrieval.weights`
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -58,10 +60,9 @@ impl RrfWeights {
     /// The weights of the three rankings (vector, Jaccard, BM25) for vectors made by the
     /// embedder called `embedder` (the hash embedder is `"hash"`).
     pub fn for_embedder(&self, embedder: &str) -> [f64; 3] {
-        let vector = if embedder == "hash" {
-            self.hash_vector
-        } else {
-            self.vector
+        let vector = match EmbedderKind::from_name(embedder) {
+            EmbedderKind::Hash => self.hash_vector,
+            EmbedderKind::Model => self.vector,
         };
         [vector, self.jaccard, self.bm25]
     }

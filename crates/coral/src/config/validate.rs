@@ -1,6 +1,6 @@
 //! [`Config::validate`]: every problem with the values, each naming its key and value.
 
-use super::{Config, RETRIEVAL_MODES};
+use super::{Config, RETRIEVAL_MODES, SyncMode};
 
 impl Config {
     /// Every problem with the values, each naming its key and value.
@@ -91,7 +91,7 @@ impl Config {
                 names.join(" or ")
             ));
         }
-        if !matches!(s.sync.as_str(), "always" | "interval" | "never") {
+        if SyncMode::parse(&s.sync).is_none() {
             p.push(format!(
                 "storage.sync = {:?} must be \"always\", \"interval\" or \"never\"",
                 s.sync
@@ -118,10 +118,7 @@ impl Config {
                 s.wal_max_bytes
             ));
         }
-        if !matches!(
-            self.embedding.embedder.as_str(),
-            "auto" | "hash" | "onnx" | "sentence-transformers" | "model"
-        ) {
+        if self.embedding.choice().is_none() {
             p.push(format!(
                 "embedding.embedder = {:?} must be \"auto\", \"hash\" or \"model\" (also \
                  written \"onnx\")",

@@ -30,7 +30,7 @@ use std::time::Duration;
 use coral_embed::Embedder;
 use coral_store::{Closed, Store, StoreOptions, SyncOutcome, SyncPolicy};
 
-use crate::config::Config;
+use crate::config::{Config, SyncMode};
 use crate::error::Result;
 use crate::governance::Governance;
 use crate::live_config::LiveConfig;
@@ -112,11 +112,12 @@ impl Drop for EngineGuard<'_> {
     }
 }
 
+/// The memory journal's power-loss policy (`storage.sync`).
 fn sync_policy(config: &Config) -> SyncPolicy {
-    match config.storage.sync.as_str() {
-        "always" => SyncPolicy::Always,
-        "never" => SyncPolicy::Never,
-        _ => SyncPolicy::Interval(Duration::from_millis(
+    match config.storage.sync_mode() {
+        SyncMode::Always => SyncPolicy::Always,
+        SyncMode::Never => SyncPolicy::Never,
+        SyncMode::Interval => SyncPolicy::Interval(Duration::from_millis(
             config.storage.sync_interval_ms.max(1),
         )),
     }

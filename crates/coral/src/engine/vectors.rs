@@ -23,6 +23,7 @@ use coral_embed::{Embedder, HashEmbedder};
 use coral_store::{Store, VectorMeta};
 
 use super::door::Door;
+use crate::config::EmbedderKind;
 use crate::error::Result;
 
 /// Most missing vectors a model computes while opening (about 0.2 s); more wait for
@@ -72,7 +73,7 @@ pub(crate) fn reconcile(
         (None, _) => Some(recognise(store, embedder)?),
     };
     if let Some(origin) = origin.filter(|o| *o != name) {
-        if name == "hash" {
+        if EmbedderKind::of(embedder) == EmbedderKind::Hash {
             let rows: Vec<u32> = (0..total as u32).collect();
             embed_rows(door, embedder, &rows)?;
             if door.view().read_only().is_none() {
@@ -137,9 +138,11 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
     };
     let hash = HashEmbedder::new(pool.dim())?;
     if similarity(&hash.embed(&texts)?) > 0.9999 {
-        return Ok("hash".into());
+        return Ok(hash.name().to_string());
     }
-    if embedder.name() != "hash" && similarity(&embedder.embed(&texts)?) > 0.99 {
+    if EmbedderKind::of(embedder) == EmbedderKind::Model
+        && similarity(&embedder.embed(&texts)?) > 0.99
+    {
         return Ok(embedder.name().to_string());
     }
     Ok(format!("an unknown embedder (dim {})", pool.dim()))
@@ -177,10 +180,10 @@ pub(crate) fn snapshot_matches(
         .map(|((_, stored), v)| cosine(stored, v))
         .sum::<f64>()
         / sample.len() as f64;
-    let needed = if embedder.name() == "hash" {
-        0.9999
-    } else {
-        0.99
+    // Hash vectors are reproduced exactly, a model's closely.
+    let needed = match EmbedderKind::of(embedder) {
+        EmbedderKind::Hash => 0.9999,
+        EmbedderKind::Model => 0.99,
     };
     Ok(similarity > needed)
 }
@@ -232,7 +235,7 @@ pub(crate) fn embed_rows(door: &mut Door, embedder: &dyn Embedder, rows: &[u32])
 /// `coral reembed`). Returns how many were computed.
 pub(crate) fn recompute_missing_vectors(door: &mut Door, embedder: &dyn Embedder) -> Result<usize> {
     let rows: Vec<u32> = door.view().pool().missing_vectors().iter().collect();
-    if embedder.name() != "hash" && rows.len() > OPEN_RECOMPUTE_LIMIT {
+    if EmbedderKind::of(embedder) == EmbedderKind::Model && rows.len() > OPEN_RECOMPUTE_LIMIT {
         return Ok(0);
     }
     for chunk in rows.chunks(256) {
