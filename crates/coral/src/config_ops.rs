@@ -1,4 +1,5 @@
-//! Config operations (SPEC 7): `config_get`, `config_set`, `config_reset`, `set_paths`.
+//! Config operations (docs/configuration.md, "Changing settings while Coral runs"):
+//! `config_get`, `config_set`, `config_reset` through the file.
 //!
 //! Edits go through the file: the current file is read as JSON (so unknown keys and the user's
 //! layout of sections survive), the key is changed, the result is validated as a whole, written

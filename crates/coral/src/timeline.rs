@@ -124,7 +124,8 @@ impl Coral {
         Ok(timeline.retrieve_for_turn(ns, req, Some(&EngineEmbedder(self.embedder()))))
     }
 
-    /// Summarise what is due in `ns`'s conversation with the configured LLM (SPEC 11). Fails
+    /// Summarise what is due in `ns`'s conversation with the configured LLM (docs/timeline.md,
+    /// "Layers"). Fails
     /// with [`TimelineError::Llm`] when no endpoint is configured or the call fails; nothing is
     /// written then, and the next call tries again.
     pub fn timeline_compact(

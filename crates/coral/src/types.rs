@@ -157,7 +157,7 @@ pub struct Stats {
     pub governance: GovernanceStats,
 }
 
-/// Disk usage (SPEC 6.5).
+/// Disk usage (docs/configuration.md, "Disk budget").
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DiskUsage {
     /// Bytes per data file.

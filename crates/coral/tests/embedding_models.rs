@@ -1,4 +1,4 @@
-//! Choosing the embedder (SPEC 9.2) and changing models (SPEC 9.4) through the facade.
+//! Choosing the embedder and changing models (docs/embeddings.md) through the facade.
 //!
 //! Tests that need the runtime and the int8 MiniLM (`eval "$(scripts/fetch-test-models.sh)"`)
 //! say so and pass without them, unless `CORAL_REQUIRE_MODELS=1` (CI), where they fail.

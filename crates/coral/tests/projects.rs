@@ -1,4 +1,5 @@
-//! Projects (SPEC 5.3): affinity boost on search, per-project quota in governance.
+//! Projects (docs/configuration.md, "Projects"): affinity boost on search, per-project quota in
+//! governance.
 
 use std::sync::Arc;
 

@@ -29,7 +29,8 @@ pub use sections::{
 };
 pub use timeline::TimelineConfig;
 
-/// The whole configuration (SPEC 7). Unknown keys are reported by [`Config::load`].
+/// The whole configuration (docs/configuration.md). Unknown keys are reported by
+/// [`Config::load`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {

@@ -1,6 +1,6 @@
-//! The search path (SPEC 5.1): embed outside the lock, one scoring pass over the whole pool,
-//! top-k (weighted fusion here, rank fusion with BM25 in `search_rrf`), then count each
-//! returned hit for heat.
+//! The search path (docs/configuration.md, "Retrieval modes"): embed outside the lock, one
+//! scoring pass over the whole pool, top-k (weighted fusion here, rank fusion with BM25 in
+//! `search_rrf`), then count each returned hit for heat.
 
 use coral_embed::text_features;
 use coral_score::{Query, Weights, scan};
@@ -59,7 +59,8 @@ impl Engine {
                 .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
                 .collect::<RoaringBitmap>()
         });
-        // Vectors another model made are not comparable with the query's (SPEC 9.4).
+        // Vectors another model made are not comparable with the query's (docs/embeddings.md,
+        // "Changing models").
         let vector = (vector.len() == pool.dim() && engine.vectors_disabled.is_none())
             .then_some(vector.as_slice());
         let boost = boosted.as_ref().map(|b| (b, r.project_boost));

@@ -1,5 +1,6 @@
-//! `retrieval.mode = "rrf"` (SPEC 5.1): the pool ranked by vector, by bitmap Jaccard and by
-//! BM25 separately, the rankings fused by weighted reciprocal rank.
+//! `retrieval.mode = "rrf"` (docs/configuration.md, "Retrieval modes"): the pool ranked by
+//! vector, by bitmap Jaccard and by BM25 separately, the rankings fused by weighted reciprocal
+//! rank.
 //!
 //! One pass over the pool's vectors and bitmaps fills the vector and Jaccard top-`depth` lists
 //! (`coral_score::rank_lists`); the BM25 list comes from the inverted index, which only walks
@@ -31,7 +32,7 @@ use roaring::RoaringBitmap;
 use super::State;
 use crate::types::Scores;
 
-/// The reciprocal-rank constant (SPEC 5.1).
+/// The reciprocal-rank constant (the usual 60; docs/configuration.md, "Retrieval modes").
 pub const RRF_K: f64 = 60.0;
 
 /// Length of each ranking before fusion (at least `top_k`).
