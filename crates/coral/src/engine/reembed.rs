@@ -102,16 +102,9 @@ impl Engine {
             .map(|&r| pool.item(r).content.as_str())
             .collect();
         let fresh = self.embedder.embed(&texts)?;
-        let dim = pool.dim();
         let mut checks = Vec::new();
         for (&row, query) in rows.iter().zip(&fresh) {
-            let dot = |r: usize| -> f32 {
-                pool.vectors()[r * dim..(r + 1) * dim]
-                    .iter()
-                    .zip(query)
-                    .map(|(a, b)| a * b)
-                    .sum()
-            };
+            let dot = |r: usize| -> f32 { coral_score::dot(pool.vector(r as u32), query) };
             let own = dot(row as usize);
             let rank = 1 + (0..pool.len()).filter(|&r| dot(r) > own).count();
             let check = ReembedCheck {

@@ -201,19 +201,9 @@ pub(crate) fn sample_rows(store: &Store, n: usize) -> Vec<u32> {
     (0..n).map(|i| rows[i * rows.len() / n]).collect()
 }
 
+/// Cosine of two vectors, as the scoring kernels compute it.
 pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
+    f64::from(coral_score::cosine(a, b))
 }
 
 pub(crate) fn embed_rows(door: &mut Door, embedder: &dyn Embedder, rows: &[u32]) -> Result<()> {
