@@ -1,6 +1,6 @@
-//! [`Coral`], the Rust API: opening and closing, memories, governance, configuration and the
-//! threads. (The timeline's part of the API is `timeline.rs`.) The work is the engine's
-//! (`engine/`); here each call checks what it was given and says what it returns.
+//! [`Coral`], the Rust API: opening and closing, memories, governance, reports, configuration
+//! and the threads. (The timeline's part of the API is `timeline.rs`.) The engine (`engine/`)
+//! does the work; each method here says what it takes and what it returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
