@@ -4,7 +4,8 @@
 
 use coral_embed::Embedder;
 
-use super::{Config, EmbeddingConfig, StorageConfig};
+use super::Config;
+use super::sections::{EmbeddingConfig, StorageConfig};
 
 /// `storage.sync`: when journal records reach the disk (docs/storage.md, "The journal").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

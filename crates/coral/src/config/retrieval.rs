@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::EmbedderKind;
+use super::modes::EmbedderKind;
 
 /// `retrieval.weights`
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

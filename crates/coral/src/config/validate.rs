@@ -1,6 +1,8 @@
 //! [`Config::validate`]: every problem with the values, each naming its key and value.
 
-use super::{Config, RETRIEVAL_MODES, SyncMode};
+use super::Config;
+use super::modes::SyncMode;
+use super::retrieval::RETRIEVAL_MODES;
 
 impl Config {
     /// Every problem with the values, each naming its key and value.
