@@ -2,7 +2,7 @@
 
 use coral_embed::{HashEmbedder, tokenize};
 use coral_score::{
-    BITMAP_WORDS, Bitmap, Pool, Query, Scored, TopK, Weights, bitmap_jaccard, dot, scan,
+    BITMAP_WORDS, Bitmap, Query, ScanRows, Scored, TopK, Weights, bitmap_jaccard, dot, scan,
 };
 use criterion::{BenchmarkId, Criterion};
 use std::hint::black_box;
@@ -146,8 +146,8 @@ impl Data {
         }
     }
 
-    fn pool(&self) -> Pool<'_> {
-        Pool {
+    fn pool(&self) -> ScanRows<'_> {
+        ScanRows {
             dim: DIM,
             vectors: &self.vectors,
             bitmaps: &self.bitmaps,

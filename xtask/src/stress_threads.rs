@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use coral::{Config, ThreadStatus, ThreadView, Threads};
+use coral::{Config, ThreadStatus, ThreadView, open_threads};
 use serde_json::{Value, json};
 
 const THREADS: usize = 300;
@@ -242,7 +242,7 @@ fn single_process(checks: &mut Checks, sync: &str) -> Result<Value> {
         ..Config::default()
     };
     config.storage.sync = sync.into();
-    let threads = Threads::open(&config)?;
+    let threads = open_threads(&config)?;
     let (mut interrupts, mut resumes, mut archives, mut links) = (0, 0, 0, 0);
     let start = Instant::now();
     let cpu_start = thread_cpu_s();
@@ -336,7 +336,7 @@ fn single_process(checks: &mut Checks, sync: &str) -> Result<Value> {
     );
 
     let t = Instant::now();
-    let reopened = Threads::open(&config)?;
+    let reopened = open_threads(&config)?;
     let after = reopened.all()?;
     let reopen_s = t.elapsed().as_secs_f64();
     let reopen_equal = before == after;
@@ -418,7 +418,7 @@ fn shared_thread(bin: &Path, dir: &Path) -> Result<(PathBuf, String)> {
 /// Read the thread back (in-process, like any other reader) and check the 90 steps.
 fn check_steps(config: &Path, id: &str, checks: &mut Checks, what: &str) -> Result<usize> {
     let loaded = Config::load(config)?;
-    let threads = Threads::open(&loaded.config)?;
+    let threads = open_threads(&loaded.config)?;
     let t: ThreadView = threads
         .all()?
         .into_iter()

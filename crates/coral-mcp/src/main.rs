@@ -62,7 +62,12 @@ struct Failure {
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
-        let error = e.into();
+        // A thread store's error reads as the facade's (ids echoed within bounds, bad input
+        // exits 2), as it did when the facade wrapped the store.
+        let error = match e.into().downcast::<coral::ThreadError>() {
+            Ok(e) => anyhow::Error::from(coral::Error::from(e)),
+            Err(e) => e,
+        };
         let code = match error.downcast_ref::<coral::Error>() {
             Some(coral::Error::InvalidInput(_)) => 2,
             _ => 1,

@@ -7,7 +7,7 @@
 use coral_mcp::errln;
 
 use clap::Subcommand;
-use coral::{Config, StepView, ThreadStatusReport, ThreadStoreOptions, ThreadView, Threads};
+use coral::{Config, StepView, ThreadStatusReport, ThreadStore, ThreadView};
 use serde_json::{Map, Value, json};
 
 use crate::globals::Globals;
@@ -87,7 +87,7 @@ pub enum ThreadCommand {
     },
 }
 
-fn open(cli: &Globals, command: &ThreadCommand) -> Result<Threads, Failure> {
+fn open(cli: &Globals, command: &ThreadCommand) -> Result<ThreadStore, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
@@ -98,17 +98,14 @@ fn open(cli: &Globals, command: &ThreadCommand) -> Result<Threads, Failure> {
             errln!("coral: {w}");
         }
     }
-    let mut options = ThreadStoreOptions {
-        sync: loaded.config.thread_sync_policy(),
-        ..ThreadStoreOptions::default()
-    };
+    let mut options = loaded.config.thread_store_options();
     if matches!(command, ThreadCommand::Status { .. }) {
         // A status writes only journals of ended processes it replayed, which can as well
         // wait for the next writer: it waits for the lock file as long as a live writer's
         // checkpoint takes, not for a dead writer's lock to turn stale (10 s).
         options.lock_wait = std::time::Duration::from_secs(1);
     }
-    let threads = Threads::open_with(loaded.config.threads_path(), options)?;
+    let threads = ThreadStore::open_with(loaded.config.threads_path(), options)?;
     if !cli.quiet {
         if threads.unreadable_entries() > 0 {
             errln!(
@@ -253,13 +250,15 @@ pub fn run(cli: &Globals, command: &ThreadCommand) -> Result<u8, Failure> {
 /// being killed. Rewrites of the threads file are coalesced as in a server; it is rewritten
 /// before the command exits.
 fn advance_stream(
-    threads: &Threads,
+    threads: &ThreadStore,
     thread_id: &str,
     done: Option<bool>,
     by: Option<&str>,
 ) -> Result<u8, Failure> {
     let failures = crate::ack_lines(|text| {
-        let t = threads.advance(thread_id, text, done, by)?;
+        let t = threads
+            .advance(thread_id, text, done, by)
+            .map_err(coral::Error::from)?;
         Ok(match t.steps.last() {
             Some(s) => json!({"ok": true, "thread_id": t.thread_id, "step_id": s.step_id,
                               "seq": s.seq, "done": s.done}),

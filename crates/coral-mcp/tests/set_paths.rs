@@ -21,7 +21,7 @@ fn moves_files_keeps_data_and_is_idempotent() {
     coral
         .insert("移动之前的记忆 memory before the move", 0.7)
         .unwrap();
-    let t = coral.thread_create("搬家", None, None, None).unwrap();
+    let t = coral.threads().create("搬家", None, None, None).unwrap();
     coral
         .call_tool(
             "timeline_record_entry",
@@ -72,7 +72,8 @@ fn moves_files_keeps_data_and_is_idempotent() {
     assert_eq!(opened["memory"]["content"], "搬家前的对话");
     assert_eq!(
         coral
-            .thread_status(Some(&t.thread_id), false, None)
+            .threads()
+            .status(Some(&t.thread_id), false, None)
             .unwrap()
             .count(),
         1

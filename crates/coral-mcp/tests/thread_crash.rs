@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use coral::{ThreadStoreOptions, ThreadView, Threads};
+use coral::{ThreadStore, ThreadStoreOptions, ThreadView};
 use serde_json::{Value, json};
 
 const CORAL: &str = env!("CARGO_BIN_EXE_coral");
@@ -92,7 +92,7 @@ impl Env {
             background_flush: false,
             ..ThreadStoreOptions::default()
         };
-        let threads = Threads::open_with(self.threads_file(), options).unwrap();
+        let threads = ThreadStore::open_with(self.threads_file(), options).unwrap();
         assert_eq!(threads.repairs(), Vec::<String>::new(), "a kill only tears");
         threads.all().unwrap()
     }

@@ -1,18 +1,19 @@
-//! Scoring kernels for Coral: dot/cosine, bitmap and set Jaccard, time decay, weighted fusion,
-//! a bounded top-k and the one-pass pool [`scan`] that ties them together, plus reciprocal-rank
-//! fusion: [`rank_lists`] (vector and Jaccard rankings in one pass), BM25 over an incremental
-//! inverted index ([`Bm25Index`], [`keyword_terms`]) and [`rrf`].
+//! Scoring kernels for Coral: dot/cosine, bitmap Jaccard, the near-duplicate test over token
+//! sets ([`near_duplicate`]), time decay, weighted fusion, a bounded top-k and the one-pass
+//! [`scan`] over a pool's rows that ties them together, plus reciprocal-rank fusion:
+//! [`rank_lists`] (vector and Jaccard rankings in one pass), BM25 over an incremental inverted
+//! index ([`Bm25Index`], [`keyword_terms`]) and [`rrf`].
 //!
 //! This crate does no I/O and knows nothing of items, text sources or storage: callers hand it
 //! contiguous arrays indexed by row number and get row numbers back.
 //!
 //! ```
-//! use coral_score::{Bitmap, Pool, Query, Weights, scan};
+//! use coral_score::{Bitmap, ScanRows, Query, Weights, scan};
 //!
 //! let vectors = [1.0, 0.0, /* row 1 */ 0.0, 1.0];
 //! let mut bitmaps: [Bitmap; 2] = [[0; 32]; 2];
 //! bitmaps[1][0] = 0b11;
-//! let pool = Pool {
+//! let pool = ScanRows {
 //!     dim: 2,
 //!     vectors: &vectors,
 //!     bitmaps: &bitmaps,
@@ -42,6 +43,7 @@ mod bm25;
 mod decay;
 mod dot;
 mod jaccard;
+mod near_duplicate;
 mod rank_lists;
 mod rrf;
 mod scan;
@@ -53,10 +55,11 @@ pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
+pub use near_duplicate::near_duplicate;
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
 pub use rrf::rrf_weighted;
-pub use scan::{PARALLEL_THRESHOLD, Pool, Query, scan};
+pub use scan::{PARALLEL_THRESHOLD, Query, ScanRows, scan};
 pub use terms::{for_each_keyword_term, keyword_terms};
 pub use topk::{Scored, TopK};
 pub use weights::Weights;

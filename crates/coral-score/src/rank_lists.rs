@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 
 use crate::jaccard::{bitmap_jaccard_with_count, popcount};
 use crate::scan::PARALLEL_THRESHOLD;
-use crate::{Bitmap, Pool, Scored, TopK, dot, time_decay};
+use crate::{Bitmap, ScanRows, Scored, TopK, dot, time_decay};
 
 /// What [`rank_lists`] ranks.
 #[derive(Clone, Copy, Debug)]
@@ -45,18 +45,18 @@ pub struct Rankings {
 /// Pools of at least [`PARALLEL_THRESHOLD`] rows are scanned in parallel chunks.
 ///
 /// ```
-/// use coral_score::{Bitmap, ListQuery, Pool, rank_lists};
+/// use coral_score::{Bitmap, ListQuery, ScanRows, rank_lists};
 /// let vectors = [1.0, 0.0, /* row 1 */ 0.6, 0.8];
 /// let mut bitmaps: [Bitmap; 2] = [[0; 32]; 2];
 /// bitmaps[1][0] = 0b1;
-/// let pool = Pool { dim: 2, vectors: &vectors, bitmaps: &bitmaps, timestamps: &[0.0, 0.0], tiebreak: &[0, 1] };
+/// let pool = ScanRows { dim: 2, vectors: &vectors, bitmaps: &bitmaps, timestamps: &[0.0, 0.0], tiebreak: &[0, 1] };
 /// let mut q: Bitmap = [0; 32];
 /// q[0] = 0b1;
 /// let lists = rank_lists(&pool, &ListQuery { vector: Some(&[1.0, 0.0]), bitmap: &q, now: 0.0, tau_days: 7.0, depth: 10, allow: None });
 /// assert_eq!(lists.vector.iter().map(|h| h.row).collect::<Vec<_>>(), [0, 1]);
 /// assert_eq!(lists.jaccard.iter().map(|h| h.row).collect::<Vec<_>>(), [1]);
 /// ```
-pub fn rank_lists(pool: &Pool, query: &ListQuery) -> Rankings {
+pub fn rank_lists(pool: &ScanRows, query: &ListQuery) -> Rankings {
     let rows = pool.len();
     let chunk_rows = if rows >= PARALLEL_THRESHOLD {
         rows.div_ceil(4 * rayon::current_num_threads()).max(256)
@@ -67,7 +67,7 @@ pub fn rank_lists(pool: &Pool, query: &ListQuery) -> Rankings {
 }
 
 /// [`rank_lists`] with an explicit chunk size, so tests can drive the parallel path.
-fn rank_lists_chunked(pool: &Pool, query: &ListQuery, chunk_rows: usize) -> Rankings {
+fn rank_lists_chunked(pool: &ScanRows, query: &ListQuery, chunk_rows: usize) -> Rankings {
     let rows = pool.len();
     if query.depth == 0 || rows == 0 {
         return Rankings::default();
@@ -110,7 +110,7 @@ fn rank_lists_chunked(pool: &Pool, query: &ListQuery, chunk_rows: usize) -> Rank
 }
 
 struct Ranker<'a> {
-    pool: &'a Pool<'a>,
+    pool: &'a ScanRows<'a>,
     query: &'a ListQuery<'a>,
     /// The query vector when it matches the pool's dimension.
     vector: Option<&'a [f32]>,
@@ -174,7 +174,7 @@ mod tests {
     use proptest::prelude::*;
 
     /// Every candidate scored on its own, sorted in full, cut to depth.
-    fn reference(pool: &Pool, query: &ListQuery) -> Rankings {
+    fn reference(pool: &ScanRows, query: &ListQuery) -> Rankings {
         let mut vector = Vec::new();
         let mut jaccard = Vec::new();
         for r in 0..pool.len() {
@@ -255,7 +255,7 @@ mod tests {
                 .collect();
             let timestamps: Vec<f64> = (0..rows).map(|_| (next() % 3) as f64).collect();
             let tiebreak: Vec<u64> = (0..rows).map(|_| next() % 3).collect();
-            let pool = Pool { dim, vectors: &vectors, bitmaps: &bitmaps, timestamps: &timestamps, tiebreak: &tiebreak };
+            let pool = ScanRows { dim, vectors: &vectors, bitmaps: &bitmaps, timestamps: &timestamps, tiebreak: &tiebreak };
             let mut bitmap = [0u64; 32];
             bitmap[0] = 0b101;
             let allow: RoaringBitmap = (0..rows as u32).filter(|r| r % 3 != 1).collect();

@@ -19,12 +19,13 @@ pub const PARALLEL_THRESHOLD: usize = 1024;
 /// that work stealing can even out the load.
 const MIN_CHUNK_ROWS: usize = 256;
 
-/// A pool in struct-of-arrays form; every array is indexed by row number.
+/// The rows a scan reads: a pool's arrays in struct-of-arrays form, borrowed; every array is
+/// indexed by row number. (Named apart from `coral_store::Pool`, which owns the rows.)
 ///
 /// The arrays should all describe the same number of rows. If they disagree the scan covers
-/// only the rows present in all of them (see [`Pool::len`]); it never panics.
+/// only the rows present in all of them (see [`ScanRows::len`]); it never panics.
 #[derive(Clone, Copy, Debug)]
-pub struct Pool<'a> {
+pub struct ScanRows<'a> {
     /// Vector dimension; `0` means the pool has no vectors.
     pub dim: usize,
     /// Row-major matrix of `len · dim` floats.
@@ -37,7 +38,7 @@ pub struct Pool<'a> {
     pub tiebreak: &'a [u64],
 }
 
-impl Pool<'_> {
+impl ScanRows<'_> {
     /// Number of rows scanned: the shortest of the arrays (vectors counted in rows of `dim`
     /// when `dim > 0`), capped at `u32::MAX` because rows are reported as `u32`.
     pub fn len(&self) -> usize {
@@ -91,7 +92,7 @@ pub struct Query<'a> {
 ///
 /// One pass over the arrays with no per-row allocation; pools of at least
 /// [`PARALLEL_THRESHOLD`] rows are split into chunks scanned in parallel.
-pub fn scan(pool: &Pool, query: &Query) -> Vec<Scored> {
+pub fn scan(pool: &ScanRows, query: &Query) -> Vec<Scored> {
     let rows = pool.len();
     let chunk_rows = if rows >= PARALLEL_THRESHOLD {
         rows.div_ceil(4 * rayon::current_num_threads())
@@ -104,7 +105,7 @@ pub fn scan(pool: &Pool, query: &Query) -> Vec<Scored> {
 
 /// [`scan`] with an explicit chunk size; `chunk_rows >= len` runs sequentially on the caller's
 /// thread. Split out so tests can drive the parallel path with tiny pools.
-fn scan_chunked(pool: &Pool, query: &Query, chunk_rows: usize) -> Vec<Scored> {
+fn scan_chunked(pool: &ScanRows, query: &Query, chunk_rows: usize) -> Vec<Scored> {
     let rows = pool.len();
     if query.k == 0 || rows == 0 {
         return Vec::new();
@@ -135,7 +136,7 @@ fn scan_chunked(pool: &Pool, query: &Query, chunk_rows: usize) -> Vec<Scored> {
 
 /// A query resolved against a pool: everything the per-row loop needs, checked once.
 struct Scanner<'a> {
-    pool: &'a Pool<'a>,
+    pool: &'a ScanRows<'a>,
     query: &'a Query<'a>,
     /// The query vector when it matches the pool's dimension.
     vector: Option<&'a [f32]>,
@@ -145,7 +146,7 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(pool: &'a Pool<'a>, query: &'a Query<'a>) -> Self {
+    fn new(pool: &'a ScanRows<'a>, query: &'a Query<'a>) -> Self {
         let vector = query.vector.filter(|v| pool.dim > 0 && v.len() == pool.dim);
         let min_score = if query.min_score.is_nan() {
             f64::NEG_INFINITY
@@ -301,8 +302,8 @@ mod tests {
     }
 
     impl Data {
-        fn pool(&self) -> Pool<'_> {
-            Pool {
+        fn pool(&self) -> ScanRows<'_> {
+            ScanRows {
                 dim: self.dim,
                 vectors: &self.vectors,
                 bitmaps: &self.bitmaps,
@@ -313,7 +314,7 @@ mod tests {
     }
 
     /// Scores every row independently, then sorts everything: the obviously right answer.
-    fn reference(pool: &Pool, query: &Query) -> Vec<Scored> {
+    fn reference(pool: &ScanRows, query: &Query) -> Vec<Scored> {
         let min = if query.min_score.is_nan() {
             f64::NEG_INFINITY
         } else {

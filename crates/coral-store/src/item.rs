@@ -68,6 +68,40 @@ impl fmt::Display for Tier {
 }
 
 impl Item {
+    /// A new memory as an insert makes it: created and last accessed at `at`, accessed once, no
+    /// project, no other keys. The caller derives `item_id` and `token_count` from the content
+    /// (the store does not tokenise); set `project` or another counter with struct update
+    /// syntax.
+    ///
+    /// ```
+    /// use coral_store::Item;
+    ///
+    /// let item = Item {
+    ///     project: Some("coral".into()),
+    ///     ..Item::new("5e0f7c4b2a1d9e3f", "likes iced lattes", 4, 1_775_822_400.0, 0.8)
+    /// };
+    /// assert_eq!((item.access_count, item.last_access), (1, item.timestamp));
+    /// ```
+    pub fn new(
+        item_id: impl Into<String>,
+        content: impl Into<String>,
+        token_count: u64,
+        at: f64,
+        importance: f64,
+    ) -> Item {
+        Item {
+            item_id: item_id.into(),
+            content: content.into(),
+            timestamp: at,
+            last_access: at,
+            token_count,
+            access_count: 1,
+            importance,
+            project: None,
+            extra: Map::new(),
+        }
+    }
+
     /// Merge another copy of the same item into this one, as the original's duplicate cold lines
     /// are merged on load: highest access count, latest access, highest importance.
     pub fn merge_duplicate(&mut self, other: &Item) {

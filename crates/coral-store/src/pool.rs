@@ -138,6 +138,27 @@ impl Pool {
         &self.missing_vectors
     }
 
+    /// The rows a search may return under the cold-tier settings (`retrieval.include_cold`,
+    /// `memory.cold_scan_lines`): every hot and warm row, and the cold rows when
+    /// `include_cold`, only the `newest_cold` most recently created ones when that is not 0.
+    /// `None` when every row is allowed.
+    pub fn cold_filter(&self, include_cold: bool, newest_cold: usize) -> Option<RoaringBitmap> {
+        let cold = self.tier_rows(Tier::Cold);
+        if include_cold && (newest_cold == 0 || cold.len() as usize <= newest_cold) {
+            return None;
+        }
+        let mut allow: RoaringBitmap = (0..self.len() as u32).collect();
+        allow -= cold;
+        if include_cold {
+            let mut by_age: Vec<u32> = cold.iter().collect();
+            by_age.sort_by(|&a, &b| {
+                self.timestamps[b as usize].total_cmp(&self.timestamps[a as usize])
+            });
+            allow.extend(by_age.into_iter().take(newest_cold));
+        }
+        Some(allow)
+    }
+
     /// Insert or replace. An empty `vector` (or one of the wrong dim) marks it missing.
     pub fn upsert(&mut self, tier: Tier, item: Item, vector: &[f32]) -> u32 {
         let bitmap = (self.features)(&item.content);
@@ -300,6 +321,30 @@ mod tests {
         assert!(pool.missing_vectors().is_empty());
         assert_eq!(pool.len(), 1);
         assert_eq!(pool.vectors().len(), 2);
+    }
+
+    #[test]
+    fn cold_filter_keeps_the_newest_cold_rows() {
+        let f: FeatureFn = Arc::new(|_: &str| [0u64; 32]);
+        let mut pool = Pool::new(0, f);
+        pool.upsert(Tier::Hot, item("h", 9.0), &[]);
+        for (id, ts) in [("c1", 1.0), ("c3", 3.0), ("c2", 2.0)] {
+            pool.upsert(Tier::Cold, item(id, ts), &[]);
+        }
+        let ids = |allow: RoaringBitmap| -> Vec<String> {
+            let mut ids: Vec<String> = allow.iter().map(|r| pool.item(r).item_id.clone()).collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(pool.cold_filter(true, 0), None, "every row");
+        assert_eq!(
+            pool.cold_filter(true, 3),
+            None,
+            "no more cold rows than allowed"
+        );
+        assert_eq!(ids(pool.cold_filter(true, 2).unwrap()), ["c2", "c3", "h"]);
+        assert_eq!(ids(pool.cold_filter(false, 0).unwrap()), ["h"]);
+        assert_eq!(ids(pool.cold_filter(false, 2).unwrap()), ["h"]);
     }
 
     #[test]

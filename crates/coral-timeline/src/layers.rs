@@ -9,18 +9,21 @@
 //! `episodic_compact_batch_size` of them become semantic memories (long-lived facts). See
 //! `docs/timeline.md`, "Layers".
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, invalid};
 
-/// The layer thresholds: MemCore's defaults.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The layer thresholds: MemCore's defaults. Serialised with MemCore's config keys (the facade
+/// embeds them in its `timeline` section); a key left out keeps its default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LayerSettings {
     /// Raw visible tokens that trigger a compaction (12,000).
     pub raw_token_trigger: u64,
     /// Share of the raw tokens a compaction summarises, oldest first (0.67).
     pub raw_token_batch_ratio: f64,
     /// Closed units a compaction always leaves raw (1).
+    #[serde(rename = "compaction_min_recent_turns")]
     pub min_recent_turns: usize,
     /// Episodic summaries the context shows, newest (8).
     pub episodic_visible_max: usize,

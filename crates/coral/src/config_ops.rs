@@ -1,4 +1,5 @@
-//! Config operations (SPEC 7): `config_get`, `config_set`, `config_reset`, `set_paths`.
+//! Config operations (docs/configuration.md, "Changing settings while Coral runs"):
+//! `config_get`, `config_set`, `config_reset` through the file.
 //!
 //! Edits go through the file: the current file is read as JSON (so unknown keys and the user's
 //! layout of sections survive), the key is changed, the result is validated as a whole, written
@@ -10,9 +11,8 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 
 use crate::config::Config;
-use crate::engine::{Coral, unix_now};
+use crate::engine::guard::RemovalPreview;
 use crate::error::{Error, Result};
-use crate::guard::RemovalPreview;
 
 /// Prefixes no config edit changes: the files move with `set_paths`, which moves them.
 pub const PROTECTED: [&str; 2] = ["paths.", "threads."];
@@ -50,7 +50,7 @@ pub fn tool_may_change(key: &str) -> bool {
     })
 }
 
-fn refuse_for_tools(key: &str) -> Error {
+pub(crate) fn refuse_for_tools(key: &str) -> Error {
     Error::InvalidInput(format!(
         "{key} cannot be changed by a tool: it decides where data goes, what code runs or what \
          survives a crash, so only the user changes it (`coral config set {key} ...` or the \
@@ -372,104 +372,11 @@ impl ConfigFile {
     }
 }
 
-fn get_in(config: &Config, path: Option<&str>) -> Result<Value> {
+pub(crate) fn get_in(config: &Config, path: Option<&str>) -> Result<Value> {
     let all = masked_json(config);
     match path.map(str::trim).filter(|p| !p.is_empty()) {
         None => Ok(all),
         Some(p) => lookup(&all, p).cloned().ok_or_else(|| unknown(p)),
-    }
-}
-
-impl Coral {
-    /// The configuration in force (or one dotted key or section of it), API key masked.
-    pub fn config_get(&self, path: Option<&str>) -> Result<Value> {
-        get_in(&self.config(), path)
-    }
-
-    fn config_file(&self) -> Result<ConfigFile> {
-        self.config_path().map(ConfigFile::new).ok_or_else(|| {
-            Error::InvalidInput(
-                "this Coral was opened without a config file; there is nothing to edit".into(),
-            )
-        })
-    }
-
-    fn put_in_force(&self, mut config: Config, confirmed: bool) -> Result<()> {
-        let current = self.config();
-        config.base_dir = current.base_dir.clone();
-        config.data_dir_override = current.data_dir_override.clone();
-        self.apply_config(config, unix_now(), confirmed)
-    }
-
-    /// [`ConfigFile::set`] on this Coral's file, then in force at once; returns
-    /// `{key_path, old, new}` (secrets masked). For the operator (a Rust caller): every key but
-    /// the file locations, and whatever the new limits remove. Tools use
-    /// [`Coral::config_set_by_tool`].
-    pub fn config_set(&self, key_path: &str, value: Value) -> Result<Value> {
-        let edit = self.config_file()?.set(key_path, value)?;
-        self.put_in_force(edit.config, true)?;
-        Ok(edit.result)
-    }
-
-    /// [`ConfigFile::reset`] on this Coral's file, then in force at once; returns
-    /// `{reset, scope, changed}`. Never touches data.
-    pub fn config_reset(&self, key_path: Option<&str>) -> Result<Value> {
-        let edit = self.config_file()?.reset(key_path)?;
-        self.put_in_force(edit.config, true)?;
-        Ok(edit.result)
-    }
-
-    /// A tool's `coral_config_set`: only [`TOOL_SETTABLE`] keys; a change that would remove
-    /// more than [`crate::bulk_limit`] memories at once is not made unless `confirm`, and the
-    /// answer is then the preview.
-    pub fn config_set_by_tool(
-        &self,
-        key_path: &str,
-        value: Value,
-        confirm: bool,
-    ) -> Result<ConfigChange> {
-        let key = key_path.trim();
-        if !tool_may_change(key) {
-            return Err(refuse_for_tools(key));
-        }
-        let file = self.config_file()?;
-        let planned = file.preview_set(key, value.clone())?;
-        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
-            return Ok(ConfigChange::NeedsConfirmation(preview));
-        }
-        let edit = file.set(key, value)?;
-        self.put_in_force(edit.config, confirm)?;
-        Ok(ConfigChange::Done(edit.result))
-    }
-
-    /// A tool's `coral_config_reset`: only [`TOOL_SETTABLE`] keys are reset (the others of a
-    /// section are listed as `kept`); guarded like [`Coral::config_set_by_tool`].
-    pub fn config_reset_by_tool(
-        &self,
-        key_path: Option<&str>,
-        confirm: bool,
-    ) -> Result<ConfigChange> {
-        let file = self.config_file()?;
-        let planned = file.reset_for_tool(key_path, false)?;
-        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
-            return Ok(ConfigChange::NeedsConfirmation(preview));
-        }
-        let edit = file.reset_for_tool(key_path, true)?;
-        self.put_in_force(edit.config, confirm)?;
-        Ok(ConfigChange::Done(edit.result))
-    }
-
-    /// The preview of `planned` when it would remove in bulk and is not confirmed.
-    fn needs_confirmation(&self, planned: &Config, confirm: bool) -> Option<RemovalPreview> {
-        if confirm {
-            return None;
-        }
-        let current = self.config();
-        let mut planned = planned.clone();
-        planned.base_dir = current.base_dir.clone();
-        planned.data_dir_override = current.data_dir_override.clone();
-        let preview = self.lock().preview_change(&planned, unix_now());
-        preview.in_bulk().then_some(preview)
     }
 }
 

@@ -39,3 +39,13 @@ pub enum Error {
 
 /// `Result` with the facade's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<coral_thread::Error> for Error {
+    fn from(e: coral_thread::Error) -> Self {
+        match e {
+            coral_thread::Error::InvalidInput(m) => Error::InvalidInput(m),
+            coral_thread::Error::NotFound(id) => Error::ThreadNotFound(id),
+            other => Error::Thread(other),
+        }
+    }
+}

@@ -21,33 +21,33 @@
 mod backup;
 mod config;
 mod config_ops;
+mod coral;
 mod engine;
 mod error;
-mod govern;
-mod guard;
-mod import;
-mod insert;
-mod keyword_index;
-mod lifecycle;
+mod governance;
+mod limits;
+mod live_config;
 mod models;
-mod reembed;
 mod reload;
 mod report;
-mod search;
-mod search_rrf;
 mod set_paths;
 mod threads;
 pub mod timeline;
+mod timeline_slot;
+mod types;
 
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
+pub use config::THREADS_FILE;
 pub use config::{
-    Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
-    RetrievalWeights, RrfWeights, StorageConfig, ThreadsConfig,
+    Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
+    LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig,
+    RetrievalConfig, RetrievalWeights, RrfWeights, StorageConfig, SyncMode, ThreadsConfig,
+    llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
+pub use coral::Coral;
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
@@ -60,21 +60,22 @@ pub use coral_embed::{
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
 pub use coral_thread::{
-    Clock as ThreadClock, Status as ThreadStatus, StatusReport as ThreadStatusReport, StepView,
-    StoreOptions as ThreadStoreOptions, SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadView,
-    looks_completed,
+    Clock as ThreadClock, Error as ThreadError, Status as ThreadStatus,
+    StatusReport as ThreadStatusReport, StepView, StoreOptions as ThreadStoreOptions,
+    SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadStore, ThreadView, looks_completed,
 };
-pub use engine::{
-    Coral, DiskUsage, ImportReport, Insert, InsertOptions, MAX_TEXT_BYTES, MAX_TOP_K,
-    MAX_UNIX_TIME, Memory, Scores, SearchHit, SearchOptions, Stats, embedder_for, unix_now,
-};
-pub use error::{Error, Result};
-pub use govern::{GovernanceStats, llm_settings};
-pub use guard::{
+pub use engine::guard::{
     Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
 };
-pub use models::{ModelStatus, model_search, model_statuses, runtime_search};
-pub use reembed::{OPEN_RECOMPUTE_LIMIT, ReembedCheck, ReembedReport, vector_meta_path};
+pub use engine::reembed::{ReembedCheck, ReembedReport};
+pub use engine::vectors::{OPEN_RECOMPUTE_LIMIT, vector_meta_path};
+pub use error::{Error, Result};
+pub use governance::GovernanceStats;
+pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
+pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
-pub use threads::{THREADS_FILE, Threads};
+pub use threads::open_threads;
+pub use types::{
+    DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
+};

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use coral_embed::{Embedder, HashEmbedder, ModelKind, ModelSearch, RuntimeSearch};
 
-use crate::config::Config;
+use crate::config::{Config, EmbedderChoice};
 use crate::error::{Error, Result};
 
 /// The embedder the configuration asks for, and a notice when `"auto"` did not use the
@@ -25,9 +25,9 @@ pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String
     let e = &config.embedding;
     let hash = || -> Result<Arc<dyn Embedder>> { Ok(Arc::new(HashEmbedder::new(e.dim)?)) };
     let configured = coral_embed::hub_id(&e.model_name).to_string();
-    match e.embedder.as_str() {
-        "hash" => Ok((hash()?, None)),
-        "auto" => match load_model(config, &configured, true) {
+    match e.choice() {
+        Some(EmbedderChoice::Hash) => Ok((hash()?, None)),
+        Some(EmbedderChoice::Auto) => match load_model(config, &configured, true) {
             Ok(model) => Ok((model, None)),
             Err(Error::Embed(why)) if not_installed(&why) => {
                 if let Some((name, model)) = best_installed(config, &configured)? {
@@ -64,7 +64,7 @@ pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String
         // The original's value: its model when it loads here, else hash vectors with a
         // notice, so an existing config starts on any machine. A model that is installed but
         // broken is still an error.
-        "sentence-transformers" => match load_model(config, &configured, true) {
+        Some(EmbedderChoice::ModelOrHash) => match load_model(config, &configured, true) {
             Ok(model) => Ok((model, None)),
             Err(Error::Embed(why)) if not_installed(&why) => Ok((
                 hash()?,
@@ -79,13 +79,16 @@ pub fn embedder_for(config: &Config) -> Result<(Arc<dyn Embedder>, Option<String
             )),
             Err(other) => Err(other),
         },
-        other => match load_model(config, &configured, true) {
+        // `model` and its alias (and, in a configuration that was never validated, anything
+        // else): the configured model or an error, never the hash embedder.
+        Some(EmbedderChoice::Model) | None => match load_model(config, &configured, true) {
             Ok(model) => Ok((model, None)),
             Err(Error::Embed(why)) => Err(Error::Config {
                 path: config.base_dir.join("coral_config.json"),
                 detail: format!(
-                    "embedding.embedder = {other:?} requires the model {configured}, and it \
-                     cannot be used: {why}"
+                    "embedding.embedder = {:?} requires the model {configured}, and it \
+                     cannot be used: {why}",
+                    e.embedder
                 ),
             }),
             Err(other) => Err(other),

@@ -1,12 +1,16 @@
-//! `report()` and `fuse_check()`: what a user asks when deciding whether Coral is healthy.
+//! `report()` and `fuse_check()`: what a user asks when deciding whether Coral is healthy, built
+//! from the pool as it is.
 
+use std::path::Path;
+
+use coral_heat::{evict_lowest_heat, heat};
+use coral_store::{Pool, StorePaths, Tier};
 use serde::Serialize;
 
-use coral_heat::{Candidate, evict_lowest_heat, heat};
-use coral_store::Tier;
-
-use crate::engine::{Coral, DiskUsage, Stats, unix_now};
-use crate::lifecycle::heat_params;
+use crate::config::Config;
+use crate::engine::candidates;
+use crate::engine::guard::{Held, Removal};
+use crate::types::{DiskUsage, Stats};
 
 /// Memories created on one UTC day.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -78,9 +82,9 @@ pub struct Report {
     pub paths: Paths,
     /// A changed limit waiting for confirmation because it would remove many memories at
     /// once, with its preview.
-    pub held_change: Option<crate::guard::Held>,
+    pub held_change: Option<Held>,
     /// What governance and the quotas removed recently (the last 20 passes), newest last.
-    pub removed: Vec<crate::guard::Removal>,
+    pub removed: Vec<Removal>,
 }
 
 /// What `fuse_check` found.
@@ -109,117 +113,88 @@ pub fn civil_date(days: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-fn absolute(p: &std::path::Path) -> String {
+fn absolute(p: &Path) -> String {
     std::path::absolute(p)
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
         .to_string()
 }
 
-impl Coral {
-    /// Stats, disk usage, a 14-day histogram, the five memories closest to eviction and
-    /// absolute paths.
-    pub fn report(&self) -> Report {
-        self.report_at(unix_now())
+/// Memories created per UTC day over the 14 days up to `now`, oldest first.
+pub(crate) fn day_histogram(pool: &Pool, now: f64) -> Vec<DayCount> {
+    let today = (now / 86_400.0).floor() as i64;
+    let mut counts = [0usize; 14];
+    for &ts in pool.timestamps() {
+        let day = (ts / 86_400.0).floor() as i64;
+        let back = today - day;
+        if (0..14).contains(&back) {
+            counts[13 - back as usize] += 1;
+        }
     }
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, &count)| DayCount {
+            date: civil_date(today - 13 + i as i64),
+            count,
+        })
+        .collect()
+}
 
-    /// [`Coral::report`] as of `now`.
-    pub fn report_at(&self, now: f64) -> Report {
-        let stats = self.stats();
-        let disk_usage = self.disk_usage();
-        let config = self.config();
-        let mut engine = self.lock();
-        let mut removed = engine.removals();
-        removed.drain(..removed.len().saturating_sub(20));
-        let held_change = engine.held().cloned();
-        let pool = engine.store.pool();
-        let today = (now / 86_400.0).floor() as i64;
-        let mut counts = [0usize; 14];
-        for &ts in pool.timestamps() {
-            let day = (ts / 86_400.0).floor() as i64;
-            let back = today - day;
-            if (0..14).contains(&back) {
-                counts[13 - back as usize] += 1;
+/// The five memories closest to eviction at `now`, coolest first.
+pub(crate) fn eviction_preview(pool: &Pool, config: &Config, now: f64) -> Vec<EvictionCandidate> {
+    let candidates = candidates::all(pool);
+    let params = config.heat.params();
+    let pool_max = candidates.iter().map(|c| c.access_count).max();
+    evict_lowest_heat(&candidates, 5, now, &params)
+        .into_iter()
+        .map(|row| {
+            let item = pool.item(row);
+            EvictionCandidate {
+                id: item.item_id.clone(),
+                heat: heat(
+                    item.access_count,
+                    item.last_access,
+                    item.importance,
+                    now,
+                    &params,
+                    pool_max,
+                ),
+                tier: pool.tier(row),
+                importance: item.importance,
+                access_count: item.access_count,
+                last_access: item.last_access,
+                timestamp: item.timestamp,
+                content: coral_base::preview(&item.content, 60).0,
             }
-        }
-        let day_histogram = counts
-            .iter()
-            .enumerate()
-            .map(|(i, &count)| DayCount {
-                date: civil_date(today - 13 + i as i64),
-                count,
-            })
-            .collect();
-        let candidates: Vec<Candidate> = (0..pool.len() as u32)
-            .map(|row| {
-                let item = pool.item(row);
-                Candidate {
-                    key: row,
-                    timestamp: item.timestamp,
-                    last_access: item.last_access,
-                    access_count: item.access_count,
-                    importance: item.importance,
-                }
-            })
-            .collect();
-        let params = heat_params(&config);
-        let pool_max = candidates.iter().map(|c| c.access_count).max();
-        let eviction_preview = evict_lowest_heat(&candidates, 5, now, &params)
-            .into_iter()
-            .map(|row| {
-                let item = pool.item(row);
-                EvictionCandidate {
-                    id: item.item_id.clone(),
-                    heat: heat(
-                        item.access_count,
-                        item.last_access,
-                        item.importance,
-                        now,
-                        &params,
-                        pool_max,
-                    ),
-                    tier: pool.tier(row),
-                    importance: item.importance,
-                    access_count: item.access_count,
-                    last_access: item.last_access,
-                    timestamp: item.timestamp,
-                    content: coral_base::preview(&item.content, 60).0,
-                }
-            })
-            .collect();
-        let p = engine.store.paths();
-        let paths = Paths {
-            config: self.config_path().map(absolute).unwrap_or_default(),
-            data_dir: absolute(&p.dir),
-            warm: absolute(&p.warm),
-            cold: absolute(&p.cold),
-            vectors: absolute(&p.vectors),
-            vector_index: absolute(&p.index),
-            hot: absolute(&p.hot),
-            journal: absolute(&p.wal),
-            archive: absolute(&p.archive),
-            threads: absolute(&config.threads_path()),
-        };
-        Report {
-            stats,
-            disk_usage,
-            day_histogram,
-            eviction_preview,
-            paths,
-            held_change,
-            removed,
-        }
-    }
+        })
+        .collect()
+}
 
-    /// Whether these texts together exceed `memory.token_fuse_threshold` tokens.
-    pub fn fuse_check<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> FuseCheck {
-        let threshold = self.config().memory.token_fuse_threshold;
-        let tokens = texts.into_iter().map(coral_embed::token_count).sum();
-        FuseCheck {
-            tokens,
-            threshold,
-            blown: tokens >= threshold,
-        }
+/// Absolute paths of the config file (when there is one), the store's files and the threads
+/// file.
+pub(crate) fn paths(store: &StorePaths, config: Option<&Path>, threads: &Path) -> Paths {
+    let p = store;
+    Paths {
+        config: config.map(absolute).unwrap_or_default(),
+        data_dir: absolute(&p.dir),
+        warm: absolute(&p.warm),
+        cold: absolute(&p.cold),
+        vectors: absolute(&p.vectors),
+        vector_index: absolute(&p.index),
+        hot: absolute(&p.hot),
+        journal: absolute(&p.wal),
+        archive: absolute(&p.archive),
+        threads: absolute(threads),
+    }
+}
+
+/// Whether texts totalling `tokens` tokens blow a fuse of `threshold`.
+pub(crate) fn fuse_check(tokens: u64, threshold: u64) -> FuseCheck {
+    FuseCheck {
+        tokens,
+        threshold,
+        blown: tokens >= threshold,
     }
 }
 

@@ -1,21 +1,18 @@
-//! The timeline in the facade (SPEC 11): `coral_timeline.sqlite3` in the data directory,
-//! opened on first use, with the turns of dead processes recovered when it opens.
-//!
-//! It is apart from the memory pool: its entries are never searched, evicted or counted
-//! against capacity, and it takes no part in the engine lock (SQLite does its own locking, so
-//! several processes may share it like they share the data directory).
+//! The timeline's Rust API on [`Coral`] (docs/timeline.md): the timeline crate's types under
+//! the facade's names, the summariser that uses the `llm.*` endpoint, and retrieval ranking
+//! with the engine's embedder. Where the database lives is `timeline_slot.rs`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use coral_embed::Embedder;
 use coral_heat::OpenAiClient;
-use coral_timeline::{Access, Durability, Options};
 
-use crate::config::Config;
-use crate::engine::{Coral, unix_now};
-use crate::govern::llm_settings;
+pub use crate::config::TIMELINE_FILE;
+use crate::config::{Config, llm_settings};
+use crate::coral::Coral;
+use crate::limits::unix_now;
+pub use crate::timeline_slot::READ_ONLY_RETRY;
 
 /// Tokens a summary answer may take (summaries are a few hundred; reasoning models think
 /// first).
@@ -84,59 +81,6 @@ pub use coral_timeline::{
 /// The timeline crate's items the interface crate's tools use under their own names.
 pub use coral_timeline::{DEFAULT_ID, Error, Timeline, tool_segment, with_ok};
 
-/// How long a timeline opened read-only is used before a call tries to open it writable again.
-pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);
-
-/// File name of the timeline database inside the data directory.
-pub const TIMELINE_FILE: &str = "coral_timeline.sqlite3";
-
-impl Config {
-    /// The timeline database: `coral_timeline.sqlite3` next to the store's files.
-    pub fn timeline_path(&self) -> PathBuf {
-        self.store_paths().dir.join(TIMELINE_FILE)
-    }
-}
-
-/// The timeline of one `Coral`, opened by the first call that needs it (most agents never
-/// use it, and a data directory gains the file only then).
-pub(crate) struct TimelineSlot {
-    path: PathBuf,
-    durability: Durability,
-    opened: Mutex<Option<(Arc<Timeline>, Instant)>>,
-}
-
-impl TimelineSlot {
-    /// Open the file with `access`, and abort the open turns of processes that died (skipped
-    /// where nothing can be written: those turns stay open until a writable open).
-    fn open(&self, access: Access) -> Result<Timeline, TimelineError> {
-        let timeline = Timeline::open_with(
-            &self.path,
-            Options {
-                durability: self.durability,
-                access,
-                ..Options::default()
-            },
-        )?;
-        match timeline.recover_orphaned_turns(unix_now()) {
-            Ok(_) | Err(TimelineError::Unwritable { .. }) => Ok(timeline),
-            Err(e) => Err(e),
-        }
-    }
-
-    pub(crate) fn new(config: &Config) -> TimelineSlot {
-        TimelineSlot {
-            path: config.timeline_path(),
-            // `storage.sync = "always"` asks for every commit on disk before it returns.
-            durability: if config.storage.sync == "always" {
-                Durability::Full
-            } else {
-                Durability::Normal
-            },
-            opened: Mutex::new(None),
-        }
-    }
-}
-
 impl Coral {
     /// The timeline, opened (and created) on first use. Opening aborts the open turns of
     /// processes that died before completing them. A failed open is retried by the next call.
@@ -147,58 +91,19 @@ impl Coral {
     /// writing, by a call at least [`READ_ONLY_RETRY`] later, so a server whose disk had filled
     /// up records again once there is space.
     pub fn timeline(&self) -> Result<Arc<Timeline>, TimelineError> {
-        let slot = &self.timeline;
-        let mut opened = slot.opened.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((t, at)) = opened.as_mut() {
-            if t.read_only().is_none() || at.elapsed() < READ_ONLY_RETRY {
-                return Ok(Arc::clone(t));
-            }
-            *at = Instant::now();
-            match slot.open(Access::Writable) {
-                Ok(writable) => *t = Arc::new(writable),
-                // Still unwritable: keep reading the one already open.
-                Err(_) => return Ok(Arc::clone(t)),
-            }
-            return Ok(Arc::clone(t));
-        }
-        if let Some(dir) = slot.path.parent()
-            && !dir.is_dir()
-        {
-            std::fs::create_dir_all(dir).map_err(|e| TimelineError::Corrupted {
-                path: slot.path.clone(),
-                detail: format!("cannot create its directory: {e}"),
-            })?;
-        }
-        let timeline = Arc::new(slot.open(Access::Auto)?);
-        *opened = Some((Arc::clone(&timeline), Instant::now()));
-        Ok(timeline)
+        self.timeline.get()
     }
 
     /// Why the timeline records nothing, when it was opened read-only (see
     /// [`Coral::timeline`]); `None` when it is writable or not open yet.
     pub fn timeline_read_only(&self) -> Option<String> {
-        let opened = self
-            .timeline
-            .opened
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        opened
-            .as_ref()
-            .and_then(|(t, _)| t.read_only().map(String::from))
+        self.timeline.read_only()
     }
 
     /// Damage the timeline's open found and contained (a damaged write-ahead log, copied
     /// aside), as [`Timeline::repairs`]; empty when it is not open yet.
     pub fn timeline_repairs(&self) -> Vec<TimelineRepair> {
-        let opened = self
-            .timeline
-            .opened
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        opened
-            .as_ref()
-            .map(|(t, _)| t.repairs().to_vec())
-            .unwrap_or_default()
+        self.timeline.repairs()
     }
 
     /// Every problem of the timeline database, for `coral check` ([`Timeline::check`]: SQLite's
@@ -206,18 +111,7 @@ impl Coral {
     /// A data directory without a timeline has none (the file is not created); a file that
     /// cannot be opened is one problem naming why.
     pub fn timeline_check(&self) -> Vec<TimelineProblem> {
-        let path = self.timeline.path.clone();
-        if !path.exists() {
-            return Vec::new();
-        }
-        let result = self.timeline().and_then(|t| t.check());
-        match result {
-            Ok(problems) => problems,
-            Err(e) => vec![TimelineProblem {
-                file: path,
-                detail: format!("cannot be checked: {e}"),
-            }],
-        }
+        self.timeline.check()
     }
 
     /// `retrieve_for_turn` with this engine's embedder ranking by vector too.
@@ -230,7 +124,8 @@ impl Coral {
         Ok(timeline.retrieve_for_turn(ns, req, Some(&EngineEmbedder(self.embedder()))))
     }
 
-    /// Summarise what is due in `ns`'s conversation with the configured LLM (SPEC 11). Fails
+    /// Summarise what is due in `ns`'s conversation with the configured LLM (docs/timeline.md,
+    /// "Layers"). Fails
     /// with [`TimelineError::Llm`] when no endpoint is configured or the call fails; nothing is
     /// written then, and the next call tries again.
     pub fn timeline_compact(
@@ -254,7 +149,7 @@ impl Coral {
 
     /// Where the timeline database is (whether or not it exists yet).
     pub fn timeline_path(&self) -> PathBuf {
-        self.timeline.path.clone()
+        self.timeline.path().clone()
     }
 }
 

@@ -1,5 +1,5 @@
-//! Bad input gives a clear error and changes nothing (docs/configuration.md, docs/storage.md):
-//! arguments, data files, config.
+//! Bad input gives a clear error and changes nothing: arguments, data files (docs/storage.md,
+//! "Opening and repair"), config (docs/configuration.md).
 //!
 //! Argument cases go through one `check` helper: the call must fail with a message containing
 //! the given fragments, and the memories, the counters and the journal must be exactly as before.

@@ -1,5 +1,5 @@
-//! `Coral::search_with` against a naive reference scorer (docs/configuration.md): score every
-//! stored memory independently, sort everything, take `top_k`.
+//! `Coral::search_with` against a naive reference scorer (docs/configuration.md, "Retrieval
+//! modes"): score every stored memory independently, sort everything, take `top_k`.
 //!
 //! The corpora are small, mix English and Chinese words from short lists, and reuse a few
 //! timestamps, so equal scores (and equal scores with equal timestamps) are common and the

@@ -1,5 +1,5 @@
-//! `retrieval.mode = "rrf"` (docs/configuration.md): vector, bitmap-Jaccard and BM25 rankings fused
-//! by weighted reciprocal rank, through the public API.
+//! `retrieval.mode = "rrf"` (docs/configuration.md, "Retrieval modes"): vector, bitmap-Jaccard
+//! and BM25 rankings fused by weighted reciprocal rank, through the public API.
 
 use std::sync::Arc;
 

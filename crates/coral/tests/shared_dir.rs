@@ -1,7 +1,8 @@
-//! Several `Coral`s on one data directory (docs/storage.md): each sees the others' inserts,
-//! deletes, hits and checkpoints within one call. Separate `Coral` values use separate file
-//! handles, so the locks between them are the same as between processes (the real multi-process
-//! tests are in `crates/coral-mcp/tests/multiprocess.rs`).
+//! Several `Coral`s on one data directory (docs/storage.md, "Several processes on one
+//! directory"): each sees the others' inserts, deletes, hits and checkpoints within one call.
+//! Separate `Coral` values use separate file handles, so the locks between them are the same as
+//! between processes (the real multi-process tests are in
+//! `crates/coral-mcp/tests/multiprocess.rs`).
 
 use std::sync::Arc;
 

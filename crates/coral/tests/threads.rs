@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use coral::{Config, Coral, Error, HashEmbedder, ThreadStatus, ThreadStatusReport, Threads};
+use coral::{Config, Coral, Error, HashEmbedder, ThreadStatus, ThreadStatusReport, open_threads};
 use serde_json::{Value, json};
 
 const DIM: usize = 16;
@@ -33,7 +33,8 @@ fn the_seven_operations_and_their_json() {
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
     let t = coral
-        .thread_create(
+        .threads()
+        .create(
             "发布 v2.0",
             Some("升级嵌入模型并优化检索性能"),
             None,
@@ -41,14 +42,17 @@ fn the_seven_operations_and_their_json() {
         )
         .unwrap();
     let child = coral
-        .thread_create("写 README", None, Some(&t.thread_id), None)
+        .threads()
+        .create("写 README", None, Some(&t.thread_id), None)
         .unwrap();
     let id = t.thread_id.as_str();
     coral
-        .thread_advance(id, "migrate_bge.py 已跑通", Some(true), Some("聊天B"))
+        .threads()
+        .advance(id, "migrate_bge.py 已跑通", Some(true), Some("聊天B"))
         .unwrap();
     let v = coral
-        .thread_advance(id, "向量重建完成，检索验证通过", None, Some("聊天C"))
+        .threads()
+        .advance(id, "向量重建完成，检索验证通过", None, Some("聊天C"))
         .unwrap();
     let json = serde_json::to_value(&v).unwrap();
     assert_eq!(
@@ -77,23 +81,25 @@ fn the_seven_operations_and_their_json() {
     assert_eq!(json["steps"][1]["done"], true, "完成 is detected");
     assert_eq!(json["steps"][1]["seq"], 2);
 
-    let v = coral.thread_interrupt(id, Some("等上游依赖")).unwrap();
+    let v = coral.threads().interrupt(id, Some("等上游依赖")).unwrap();
     assert_eq!(v.status, ThreadStatus::Interrupted);
     assert_eq!(&*v.steps.last().unwrap().text, "[中断] 等上游依赖");
     assert_eq!(
-        coral.thread_resume(id).unwrap().status,
+        coral.threads().resume(id).unwrap().status,
         ThreadStatus::Active
     );
     assert_eq!(
-        coral.thread_archive(&child.thread_id).unwrap().status,
+        coral.threads().archive(&child.thread_id).unwrap().status,
         ThreadStatus::Archived
     );
     let extra = coral
-        .thread_create("子任务：压测", None, None, None)
+        .threads()
+        .create("子任务：压测", None, None, None)
         .unwrap();
-    coral.thread_link(&extra.thread_id, id).unwrap();
+    coral.threads().link(&extra.thread_id, id).unwrap();
 
-    let overview = serde_json::to_value(coral.thread_status(None, false, None).unwrap()).unwrap();
+    let overview =
+        serde_json::to_value(coral.threads().status(None, false, None).unwrap()).unwrap();
     assert_eq!(keys(&overview), ["count", "threads"]);
     assert_eq!(overview["count"], 2, "the archived child is hidden");
     let parent = overview["threads"]
@@ -107,12 +113,12 @@ fn the_seven_operations_and_their_json() {
         json!([child.thread_id, extra.thread_id]),
         "children include archived ones, oldest first"
     );
-    let all = coral.thread_status(None, true, None).unwrap();
+    let all = coral.threads().status(None, true, None).unwrap();
     assert_eq!(all.count(), 3);
-    let one = serde_json::to_value(coral.thread_status(Some(id), false, None).unwrap()).unwrap();
+    let one = serde_json::to_value(coral.threads().status(Some(id), false, None).unwrap()).unwrap();
     assert_eq!(keys(&one), ["count", "thread"]);
     assert_eq!(one["thread"]["step_count"], 3);
-    let q = coral.thread_status(None, false, Some("压测")).unwrap();
+    let q = coral.threads().status(None, false, Some("压测")).unwrap();
     assert_eq!(q.views()[0].thread_id, extra.thread_id);
     assert_eq!(coral.stats().threads, 3);
 }
@@ -121,26 +127,38 @@ fn the_seven_operations_and_their_json() {
 fn errors_are_typed_and_clear() {
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
-    let t = coral.thread_create("t", None, None, None).unwrap();
-    match coral.thread_advance("nope", "x", None, None) {
+    let t = coral.threads().create("t", None, None, None).unwrap();
+    // Thread errors convert into the facade's, as the tools and the CLI report them.
+    match coral
+        .threads()
+        .advance("nope", "x", None, None)
+        .map_err(Error::from)
+    {
         Err(Error::ThreadNotFound(id)) => assert_eq!(id, "nope"),
         other => panic!("expected ThreadNotFound, got {other:?}"),
     }
     for err in [
-        coral.thread_create(" ", None, None, None).unwrap_err(),
+        coral.threads().create(" ", None, None, None).unwrap_err(),
         coral
-            .thread_advance(&t.thread_id, "", None, None)
+            .threads()
+            .advance(&t.thread_id, "", None, None)
             .unwrap_err(),
-        coral.thread_link(&t.thread_id, &t.thread_id).unwrap_err(),
         coral
-            .thread_create(&"长".repeat(81), None, None, None)
+            .threads()
+            .link(&t.thread_id, &t.thread_id)
+            .unwrap_err(),
+        coral
+            .threads()
+            .create(&"长".repeat(81), None, None, None)
             .unwrap_err(),
     ] {
+        let err = Error::from(err);
         assert!(matches!(err, Error::InvalidInput(_)), "{err:?}");
     }
     assert!(
         coral
-            .thread_status(Some("nope"), false, None)
+            .threads()
+            .status(Some("nope"), false, None)
             .unwrap_err()
             .to_string()
             .contains("no thread with id \"nope\"")
@@ -157,7 +175,7 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
         dir.path().join("memory_data/coral_threads.json")
     );
     let coral = open(c);
-    coral.thread_create("where", None, None, None).unwrap();
+    coral.threads().create("where", None, None, None).unwrap();
     coral.flush().unwrap();
     assert!(dir.path().join("memory_data/coral_threads.json").exists());
     coral.close().unwrap();
@@ -173,7 +191,8 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
     let coral = open(c);
     assert_eq!(coral.stats().threads, 0, "a different file");
     coral
-        .thread_create("in the override", None, None, None)
+        .threads()
+        .create("in the override", None, None, None)
         .unwrap();
     coral.close().unwrap();
     assert!(data.join("coral_threads.json").exists());
@@ -183,11 +202,12 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
 fn close_writes_pending_changes_and_reopen_is_equal() {
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
-    let t = coral.thread_create("pending", None, None, None).unwrap();
+    let t = coral.threads().create("pending", None, None, None).unwrap();
     for i in 0..5 {
         // Inside the coalescing window: at most the first change is on disk yet.
         coral
-            .thread_advance(&t.thread_id, &format!("step {i}"), None, None)
+            .threads()
+            .advance(&t.thread_id, &format!("step {i}"), None, None)
             .unwrap();
     }
     let before = coral.threads().all().unwrap();
@@ -205,10 +225,12 @@ fn threads_are_not_memories() {
     c.memory.max_hot_entries = 5;
     let coral = open(c);
     let t = coral
-        .thread_create("关键链路", Some("这条绝不能丢"), None, Some("压测"))
+        .threads()
+        .create("关键链路", Some("这条绝不能丢"), None, Some("压测"))
         .unwrap();
     coral
-        .thread_advance(&t.thread_id, "这条绝不能丢的步骤", None, None)
+        .threads()
+        .advance(&t.thread_id, "这条绝不能丢的步骤", None, None)
         .unwrap();
     for i in 0..30 {
         coral
@@ -227,29 +249,31 @@ fn threads_are_not_memories() {
             .all(|m| !m.item.content.contains("绝不能丢"))
     );
     let v = coral
-        .thread_status(Some(&t.thread_id), false, None)
+        .threads()
+        .status(Some(&t.thread_id), false, None)
         .unwrap();
     assert_eq!(v.views()[0].step_count, 1);
 }
 
 #[test]
 fn threads_open_without_the_memory_store() {
-    // `coral thread ...` uses `Threads` alone, so it works while a server holds the data
-    // directory: here a Coral holds it and a Threads on the same config still writes.
+    // `coral thread ...` opens the thread store alone, so it works while a server holds the
+    // data directory: here a Coral holds it and a store on the same config still writes.
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
-    let threads = Threads::open(&config(dir.path())).unwrap();
+    let threads = open_threads(&config(dir.path())).unwrap();
     let t = threads
         .create("from the cli", None, None, Some("cli"))
         .unwrap();
     threads.flush().unwrap();
-    let seen = coral.thread_status(None, false, None).unwrap();
+    let seen = coral.threads().status(None, false, None).unwrap();
     let ThreadStatusReport::Many(entries) = seen else {
         panic!("expected the overview")
     };
     assert_eq!(entries[0].thread.thread_id, t.thread_id);
     coral
-        .thread_advance(&t.thread_id, "server side", None, None)
+        .threads()
+        .advance(&t.thread_id, "server side", None, None)
         .unwrap();
     coral.flush().unwrap();
     let v = threads.status(Some(&t.thread_id), false, None).unwrap();

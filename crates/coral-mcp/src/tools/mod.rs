@@ -69,6 +69,13 @@ impl From<coral::Error> for ToolError {
     }
 }
 
+impl From<coral::ThreadError> for ToolError {
+    fn from(e: coral::ThreadError) -> Self {
+        // Through the facade's error, so that thread and memory failures read alike.
+        coral::Error::from(e).into()
+    }
+}
+
 /// The JSON type of an argument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Kind {

@@ -1,5 +1,6 @@
-//! Governance after a mutation: distillation before eviction (SPEC 6.3–6.4) and the disk quota
-//! (SPEC 6.5).
+//! Governance after a mutation (docs/configuration.md, "Distillation" and "Disk budget"):
+//! distillation before eviction, tier checks, the project and disk quotas, and the confirmation
+//! of a held bulk removal (`guard.rs`).
 //!
 //! Distillation calls a remote LLM, which can take seconds, so it never holds the engine lock
 //! across the call: clusters are planned under the lock, summarised without it, and committed
@@ -7,63 +8,21 @@
 //! changes nothing; eviction then does what is left.
 
 use std::io::Write as _;
-use std::sync::Mutex;
 
 use coral_embed::{item_id, text_features, token_count};
 use coral_heat::{
-    Candidate, ColdItem, DistillCandidate, DistillParams, Llm, LlmSettings, OpenAiClient,
-    QuotaLimits, evict_lowest_heat, excess_over_capacity, headroom, plan_distillation, plan_quota,
+    Candidate, ColdItem, DistillCandidate, DistillParams, Llm, OpenAiClient, QuotaLimits,
+    evict_lowest_heat, excess_over_capacity, headroom, plan_distillation, plan_quota,
 };
-use coral_store::{Item, Record, Tier};
-use serde::Serialize;
+use coral_store::{Item, Pool, Record, Tier};
 
-use crate::config::Config;
-use crate::engine::{Coral, Engine};
+use super::candidates::{self, candidate};
+use super::guard::{Confirmed, Held, RemovalLimits, RemovalPreview, preview_removals};
+use super::quota::{archive_bytes, item_bytes, quota_bytes};
+use super::{Engine, State};
+use crate::config::{Config, llm_settings};
 use crate::error::Result;
-use crate::lifecycle::heat_params;
-
-/// What governance has done since open.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct GovernanceStats {
-    /// Clusters replaced by a summary.
-    pub distilled_clusters: u64,
-    /// Memories archived into those summaries.
-    pub distilled_members: u64,
-    /// Clusters skipped because the LLM call failed.
-    pub distill_failures: u64,
-    /// The last distillation error (API key masked).
-    pub last_distill_error: Option<String>,
-    /// Set while usage is above `storage.warn_ratio` of `storage.max_bytes`.
-    pub disk_warning: Option<String>,
-    /// Warnings given (one each time usage crosses `storage.warn_ratio` upwards).
-    pub disk_warnings: u64,
-    /// Memories removed to stay within `storage.max_bytes`.
-    pub quota_removed: u64,
-    /// Archive bytes trimmed to stay within `storage.max_bytes`.
-    pub quota_archive_bytes_trimmed: u64,
-    /// Why governance after the last change failed, when it did (the change itself was kept;
-    /// the next change governs again).
-    pub last_error: Option<String>,
-    /// A changed limit held back because it would remove many memories at once: what it
-    /// would remove and how to confirm it.
-    pub held: Option<String>,
-}
-
-/// Governance state kept across calls.
-#[derive(Default)]
-pub(crate) struct Governance {
-    pub(crate) stats: Mutex<GovernanceStats>,
-}
-
-impl Governance {
-    pub(crate) fn snapshot(&self) -> GovernanceStats {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn update(&self, f: impl FnOnce(&mut GovernanceStats)) {
-        f(&mut self.stats.lock().unwrap_or_else(|e| e.into_inner()));
-    }
-}
+use crate::limits::unix_now;
 
 /// One cluster to summarise: member ids and texts, the summary's counters.
 struct Job {
@@ -74,113 +33,65 @@ struct Job {
     project: Option<String>,
 }
 
-/// The LLM endpoint from config, then `CORAL_LLM_*`, then `DEEPSEEK_*`.
-pub fn llm_settings(config: &Config) -> Option<LlmSettings> {
-    LlmSettings::resolve(
-        &config.llm.base_url,
-        &config.llm.api_key,
-        &config.llm.model,
-        |key| std::env::var(key).ok(),
+/// Items above capacity + headroom (0 when within).
+fn governance_excess(pool: &Pool, config: &Config) -> usize {
+    let m = &config.memory;
+    excess_over_capacity(
+        pool.len(),
+        m.capacity_threshold,
+        headroom(m.capacity_threshold, m.governance_headroom),
     )
 }
 
-/// What one item takes on disk once checkpointed: its JSON (a cold line, or a pretty-printed
-/// array element for hot and warm), its vector row, its index entry and its 12-byte entry in
-/// the vector checksums.
-pub(crate) fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
-    let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
-    let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
-    (item.content.len() + json_overhead + project + dim * 4 + 20 + 12) as u64
+/// Clusters of the coolest warm and cold items worth one summary each.
+fn plan_distill(pool: &Pool, config: &Config, now: f64) -> Vec<Job> {
+    let candidates: Vec<Candidate> = [Tier::Warm, Tier::Cold]
+        .iter()
+        .flat_map(|&t| candidates::of_tier(pool, t))
+        .collect();
+    let params = config.heat.params();
+    let coolest = evict_lowest_heat(&candidates, 200, now, &params);
+    let tokens: Vec<Vec<u64>> = coolest
+        .iter()
+        .map(|&row| text_features(&pool.item(row).content).token_set)
+        .collect();
+    let distill: Vec<DistillCandidate> = coolest
+        .iter()
+        .zip(&tokens)
+        .map(|(&row, tokens)| {
+            let item = pool.item(row);
+            DistillCandidate {
+                key: row,
+                access_count: item.access_count,
+                importance: item.importance,
+                last_access: item.last_access,
+                tokens,
+            }
+        })
+        .collect();
+    let distill_params = DistillParams {
+        sim_threshold: config.memory.distill_sim_threshold,
+        min_cluster: config.memory.distill_min_cluster,
+        pool_limit: 200,
+    };
+    plan_distillation(&distill, now, &params, &distill_params)
+        .into_iter()
+        .map(|plan| {
+            let items: Vec<&Item> = plan.members.iter().map(|&r| pool.item(r)).collect();
+            let first_project = items.first().and_then(|i| i.project.clone());
+            let shared = items.iter().all(|i| i.project == first_project);
+            Job {
+                ids: items.iter().map(|i| i.item_id.clone()).collect(),
+                texts: items.iter().map(|i| i.content.clone()).collect(),
+                access_count: plan.access_count,
+                importance: plan.importance,
+                project: if shared { first_project } else { None },
+            }
+        })
+        .collect()
 }
 
 impl Engine {
-    /// Bytes the disk quota counts: every item as a checkpoint would write it, plus the archive
-    /// file. (The journal is excluded: it is folded as it grows; threads never count.)
-    pub(crate) fn quota_bytes(&self) -> u64 {
-        let pool = self.store.pool();
-        let items: u64 = (0..pool.len() as u32)
-            .map(|row| item_bytes(pool.item(row), pool.tier(row), pool.dim()))
-            .sum();
-        let archive = self
-            .store
-            .file_sizes()
-            .into_iter()
-            .find(|(l, _)| *l == "archive")
-            .map_or(0, |(_, b)| b);
-        items + archive
-    }
-
-    /// Items above capacity + headroom (0 when within).
-    pub(crate) fn governance_excess(&self, config: &Config) -> usize {
-        let m = &config.memory;
-        excess_over_capacity(
-            self.store.pool().len(),
-            m.capacity_threshold,
-            headroom(m.capacity_threshold, m.governance_headroom),
-        )
-    }
-
-    /// Clusters of the coolest warm and cold items worth one summary each.
-    fn plan_distill(&self, config: &Config, now: f64) -> Vec<Job> {
-        let pool = self.store.pool();
-        let candidates: Vec<Candidate> = [Tier::Warm, Tier::Cold]
-            .iter()
-            .flat_map(|&t| pool.tier_rows(t).iter())
-            .map(|row| {
-                let item = pool.item(row);
-                Candidate {
-                    key: row,
-                    timestamp: item.timestamp,
-                    last_access: item.last_access,
-                    access_count: item.access_count,
-                    importance: item.importance,
-                }
-            })
-            .collect();
-        let params = heat_params(config);
-        let coolest = evict_lowest_heat(&candidates, 200, now, &params);
-        let tokens: Vec<Vec<u64>> = coolest
-            .iter()
-            .map(|&row| text_features(&pool.item(row).content).token_set)
-            .collect();
-        let distill: Vec<DistillCandidate> = coolest
-            .iter()
-            .zip(&tokens)
-            .map(|(&row, tokens)| {
-                let item = pool.item(row);
-                DistillCandidate {
-                    key: row,
-                    access_count: item.access_count,
-                    importance: item.importance,
-                    last_access: item.last_access,
-                    tokens,
-                }
-            })
-            .collect();
-        let distill_params = DistillParams {
-            sim_threshold: config.memory.distill_sim_threshold,
-            min_cluster: config.memory.distill_min_cluster,
-            pool_limit: 200,
-        };
-        plan_distillation(&distill, now, &params, &distill_params)
-            .into_iter()
-            .map(|plan| {
-                let items: Vec<&Item> = plan.members.iter().map(|&r| pool.item(r)).collect();
-                let first_project = items.first().and_then(|i| i.project.clone());
-                let shared = items.iter().all(|i| i.project == first_project);
-                Job {
-                    ids: items.iter().map(|i| i.item_id.clone()).collect(),
-                    texts: items.iter().map(|i| i.content.clone()).collect(),
-                    access_count: plan.access_count,
-                    importance: plan.importance,
-                    project: if shared { first_project } else { None },
-                }
-            })
-            .collect()
-    }
-}
-
-impl Coral {
     /// Governance after a mutation, with the engine unlocked: distil when over capacity and an
     /// LLM is configured, then tier checks and eviction, the project quota, the disk quota.
     pub(crate) fn govern(&self, config: &Config, now: f64, project: Option<&str>) -> Result<()> {
@@ -191,8 +102,9 @@ impl Coral {
         if config.memory.distill_first {
             let planned = {
                 let engine = self.lock_raw();
-                if engine.governance_excess(config) > 0 {
-                    llm_settings(config).map(|s| (s, engine.plan_distill(config, now)))
+                let pool = engine.door.view().pool();
+                if governance_excess(pool, config) > 0 {
+                    llm_settings(config).map(|s| (s, plan_distill(pool, config, now)))
                 } else {
                     None
                 }
@@ -216,7 +128,7 @@ impl Coral {
             Some(p) => engine.enforce_project_quota(config, p, now)?,
             // After a config change, every project is checked.
             None if config.memory.project_quota > 0 => {
-                let pool = engine.store.pool();
+                let pool = engine.door.view().pool();
                 let mut projects: Vec<String> = (0..pool.len() as u32)
                     .filter_map(|r| pool.item(r).project.clone())
                     .collect();
@@ -231,7 +143,7 @@ impl Coral {
         self.enforce_disk_quota(&mut engine, config, now)
     }
 
-    /// [`Coral::govern`] after a change that is already durable: a failure is recorded in
+    /// [`Engine::govern`] after a change that is already durable: a failure is recorded in
     /// [`GovernanceStats::last_error`] instead of failing the change.
     pub(crate) fn govern_after_change(&self, config: &Config, now: f64, project: Option<&str>) {
         let outcome = self.govern(config, now, project);
@@ -246,7 +158,7 @@ impl Coral {
     /// capacity: the coolest clusters become summaries. Returns how many clusters were replaced.
     pub fn distill_with(&self, llm: &dyn Llm, now: f64) -> Result<usize> {
         let config = self.config();
-        let jobs = self.lock_raw().plan_distill(&config, now);
+        let jobs = plan_distill(self.lock_raw().door.view().pool(), &config, now);
         let done = self.distill(llm, jobs, now)?;
         let mut engine = self.lock_raw();
         let held = engine.guarded(&config, now);
@@ -281,13 +193,16 @@ impl Coral {
             let summary_id = item_id(&summary);
             let mut engine = self.lock_raw();
             // The pool may have changed while the LLM was thinking: only whole clusters commit.
-            if job.ids.iter().any(|id| engine.store.get(id).is_none())
+            if job
+                .ids
+                .iter()
+                .any(|id| engine.door.view().get(id).is_none())
                 || job.ids.contains(&summary_id)
             {
                 continue;
             }
             let mut records = Vec::with_capacity(job.ids.len() + 1);
-            match engine.store.get(&summary_id) {
+            match engine.door.view().get(&summary_id) {
                 Some((existing, _)) => records.push(Record::Touch {
                     id: summary_id.clone(),
                     access_count: existing.access_count.saturating_add(job.access_count),
@@ -296,15 +211,15 @@ impl Coral {
                 None => records.push(Record::Put {
                     tier: Tier::Hot,
                     item: Item {
-                        item_id: summary_id.clone(),
-                        token_count: token_count(&summary),
-                        content: summary.clone(),
-                        timestamp: now,
-                        last_access: now,
                         access_count: job.access_count.max(1),
-                        importance: job.importance.clamp(0.0, 1.0),
                         project: job.project.clone(),
-                        extra: Default::default(),
+                        ..Item::new(
+                            summary_id.clone(),
+                            summary.clone(),
+                            token_count(&summary),
+                            now,
+                            job.importance.clamp(0.0, 1.0),
+                        )
                     },
                     vector,
                 }),
@@ -318,14 +233,11 @@ impl Coral {
             let rows: Vec<u32> = job
                 .ids
                 .iter()
-                .filter_map(|id| engine.store.pool().row(id))
+                .filter_map(|id| engine.door.view().pool().row(id))
                 .collect();
             let tiers = engine.tiers_of(&rows);
-            engine.commit(records)?;
+            engine.door.commit(records)?;
             engine.log_removal("distilled", tiers, now);
-            for id in &job.ids {
-                engine.dedup.remove(id);
-            }
             drop(engine);
             done += 1;
             self.governance.update(|g| {
@@ -340,7 +252,7 @@ impl Coral {
     /// trim the archive, then remove the coolest cold memories, down to `hard_ratio`.
     pub(crate) fn enforce_disk_quota(
         &self,
-        engine: &mut Engine,
+        engine: &mut State,
         config: &Config,
         now: f64,
     ) -> Result<()> {
@@ -353,38 +265,25 @@ impl Coral {
             warn_ratio: s.warn_ratio,
             hard_ratio: s.hard_ratio,
         };
-        let params = heat_params(config);
+        let params = config.heat.params();
         let warned = self.governance.snapshot().disk_warning.is_some();
         // The journal is folded often enough to stay a small part of the budget; the plan
-        // counts the data as a checkpoint would write it (see `Engine::quota_bytes`), so usage
+        // counts the data as a checkpoint would write it (see `quota::quota_bytes`), so usage
         // moves exactly with what is stored and every removal frees what it was charged.
         let journal_cap = (s.max_bytes / 10).max(64 * 1024);
-        if engine.store.journal_bytes() > journal_cap {
-            engine.store.checkpoint()?;
+        if engine.door.view().journal_bytes() > journal_cap {
+            engine.door.checkpoint()?;
         }
-        let counted = engine.quota_bytes();
-        let archive = engine
-            .store
-            .file_sizes()
-            .into_iter()
-            .find(|(l, _)| *l == "archive")
-            .map_or(0, |(_, b)| b);
-        let pool = engine.store.pool();
+        let store = engine.door.view();
+        let counted = quota_bytes(store);
+        let archive = archive_bytes(store);
+        let pool = store.pool();
         let cold: Vec<ColdItem> = pool
             .tier_rows(Tier::Cold)
             .iter()
-            .map(|row| {
-                let item = pool.item(row);
-                ColdItem {
-                    item: Candidate {
-                        key: row,
-                        timestamp: item.timestamp,
-                        last_access: item.last_access,
-                        access_count: item.access_count,
-                        importance: item.importance,
-                    },
-                    bytes: item_bytes(item, Tier::Cold, pool.dim()),
-                }
+            .map(|row| ColdItem {
+                item: candidate(pool, row),
+                bytes: item_bytes(pool.item(row), Tier::Cold, pool.dim()),
             })
             .collect();
         let plan = plan_quota(counted, archive, &cold, &limits, warned, now, &params);
@@ -409,25 +308,63 @@ impl Coral {
         }
         let mut trimmed = 0;
         if let Some(target) = plan.archive_target_bytes {
-            trimmed = engine.store.trim_archive(target)?;
+            trimmed = engine.door.trim_archive(target)?;
         }
         let ids: Vec<String> = plan
             .evict
             .iter()
-            .map(|&row| engine.store.pool().item(row).item_id.clone())
+            .map(|&row| engine.door.view().pool().item(row).item_id.clone())
             .collect();
         let removed = ids.len() as u64;
-        for id in &ids {
-            engine.dedup.remove(id);
-        }
         let tiers = engine.tiers_of(&plan.evict);
-        engine.commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
+        engine
+            .door
+            .commit(ids.into_iter().map(|id| Record::Delete { id }).collect())?;
         engine.log_removal("disk_quota", tiers, now);
-        engine.store.checkpoint()?;
+        engine.door.checkpoint()?;
         self.governance.update(|g| {
             g.quota_removed += removed;
             g.quota_archive_bytes_trimmed += trimmed;
         });
         Ok(())
+    }
+
+    /// What the configuration in force would remove now, and whether a change is held.
+    pub(crate) fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
+        let config = self.config();
+        let mut engine = self.lock();
+        let _ = engine.guarded(&config, unix_now());
+        let preview = preview_removals(engine.door.view(), &config, unix_now());
+        (preview, engine.guard.held().cloned())
+    }
+
+    /// What `planned` would remove now, with the settings that differ from the accepted ones.
+    pub(crate) fn preview_change(&self, planned: &Config) -> RemovalPreview {
+        let mut engine = self.lock();
+        let engine = &mut *engine;
+        engine
+            .guard
+            .preview_change(engine.door.view(), planned, unix_now())
+    }
+
+    /// Accept the limits of the configuration in force, whatever they remove, and govern now
+    /// (`coral govern --confirm`; a tool's `confirm: true`).
+    pub(crate) fn confirm_removals(&self) -> Result<Confirmed> {
+        let config = self.config();
+        let now = unix_now();
+        let (before, preview) = {
+            let mut engine = self.lock();
+            let _ = engine.guarded(&config, now);
+            let preview = engine.guard.held().map(|h| h.preview.clone());
+            engine.accept(RemovalLimits::of(&config), now);
+            (engine.door.view().pool().len(), preview)
+        };
+        self.govern(&config, now, None)?;
+        let after = self.lock().door.view().pool().len();
+        Ok(Confirmed {
+            preview,
+            before,
+            after,
+        })
     }
 }

@@ -13,25 +13,26 @@
 //!   the new ones would remove now. Up to [`bulk_limit`] memories, the new limits are accepted.
 //!   Beyond it, governance keeps running under the accepted limits (or, with none recorded,
 //!   removes nothing) and reports the hold, until the change is confirmed: `coral govern
-//!   --confirm`, a tool call with `confirm: true`, or a Rust caller's [`Coral::set_config`].
+//!   --confirm`, a tool call with `confirm: true`, or a Rust caller's
+//!   [`crate::Coral::set_config`].
 //!
 //! The record is shared by every process using the directory: a confirmation in one applies
 //! in all.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use coral_heat::{
     Candidate, ColdItem, QuotaLimits, evict_lowest_heat, excess_over_capacity, headroom,
     lru_overflow, plan_quota, ttl_expired,
 };
-use coral_store::{Pool, Tier};
+use coral_store::{Pool, Store, Tier};
 use serde::{Deserialize, Serialize};
 
+use super::candidates::{self, candidate};
+use super::quota::{archive_bytes, item_bytes, quota_bytes};
 use crate::config::Config;
-use crate::engine::{Coral, Engine};
 use crate::error::Result;
-use crate::lifecycle::heat_params;
 
 /// The record's file name, in the data directory.
 pub const GOVERNANCE_FILE: &str = "coral_governance.json";
@@ -216,15 +217,17 @@ struct Record {
     removed: Vec<Removal>,
 }
 
-/// The record as this process last read or wrote it.
+/// The guard's state in this process: the record as this process last read or wrote it, and
+/// the change held back. The record's path and whether it may be written come from the store
+/// passed in.
 #[derive(Default)]
-pub(crate) struct RecordCache {
+pub(crate) struct RemovalGuard {
     record: Record,
     fingerprint: Option<(std::time::SystemTime, u64)>,
     /// Why the file could not be read, if it could not (governance then holds everything a
     /// changed limit would remove in bulk, as with no record).
     problem: Option<String>,
-    pub(crate) held: Option<Held>,
+    held: Option<Held>,
 }
 
 fn fingerprint(path: &Path) -> Option<(std::time::SystemTime, u64)> {
@@ -232,25 +235,21 @@ fn fingerprint(path: &Path) -> Option<(std::time::SystemTime, u64)> {
     Some((m.modified().ok()?, m.len()))
 }
 
-impl Engine {
-    fn record_path(&self) -> PathBuf {
-        self.store.paths().governance.clone()
-    }
-
+impl RemovalGuard {
     /// Re-read the record when another process changed it.
-    fn refresh_record(&mut self) {
-        let path = self.record_path();
-        let now = fingerprint(&path);
-        if now.is_some() && now == self.guard.fingerprint {
+    fn refresh(&mut self, store: &Store) {
+        let path = &store.paths().governance;
+        let now = fingerprint(path);
+        if now.is_some() && now == self.fingerprint {
             return;
         }
-        self.guard.fingerprint = now;
-        self.guard.problem = None;
-        self.guard.record = match std::fs::read(&path) {
+        self.fingerprint = now;
+        self.problem = None;
+        self.record = match std::fs::read(path) {
             Ok(bytes) => match serde_json::from_slice(&bytes) {
                 Ok(r) => r,
                 Err(e) => {
-                    self.guard.problem = Some(format!(
+                    self.problem = Some(format!(
                         "{} is not readable ({e}); it is rewritten at the next accepted change",
                         path.display()
                     ));
@@ -261,27 +260,33 @@ impl Engine {
         };
     }
 
-    fn write_record(&mut self) -> Result<()> {
-        if self.store.read_only().is_some() {
+    fn write(&mut self, store: &Store) -> Result<()> {
+        if store.read_only().is_some() {
             return Ok(());
         }
-        let path = self.record_path();
-        let mut bytes = serde_json::to_vec_pretty(&self.guard.record).unwrap_or_default();
+        let path = &store.paths().governance;
+        let mut bytes = serde_json::to_vec_pretty(&self.record).unwrap_or_default();
         bytes.push(b'\n');
-        coral_store::write_atomic(&path, &bytes, true)?;
-        self.guard.fingerprint = fingerprint(&path);
-        self.guard.problem = None;
+        coral_store::write_atomic(path, &bytes, true)?;
+        self.fingerprint = fingerprint(path);
+        self.problem = None;
         Ok(())
     }
 
     /// Log a removal of `rows` (counted by their tier now) for `reason`.
-    pub(crate) fn log_removal(&mut self, reason: &str, tiers: BTreeMap<String, usize>, now: f64) {
+    pub(crate) fn log_removal(
+        &mut self,
+        store: &Store,
+        reason: &str,
+        tiers: BTreeMap<String, usize>,
+        now: f64,
+    ) {
         let count = tiers.values().sum();
         if count == 0 {
             return;
         }
-        self.refresh_record();
-        let log = &mut self.guard.record.removed;
+        self.refresh(store);
+        let log = &mut self.record.removed;
         log.push(Removal {
             at: now,
             reason: reason.to_string(),
@@ -293,151 +298,31 @@ impl Engine {
             log.drain(..extra);
         }
         // The log is a report: failing to write it must not fail the removal, which is done.
-        let _ = self.write_record();
-    }
-
-    /// The tiers of `rows`, counted.
-    pub(crate) fn tiers_of(&self, rows: &[u32]) -> BTreeMap<String, usize> {
-        let pool = self.store.pool();
-        let mut out = BTreeMap::new();
-        for &r in rows {
-            *out.entry(pool.tier(r).to_string()).or_insert(0) += 1;
-        }
-        out
-    }
-
-    /// What `config` would remove now if governance ran: the same policy functions
-    /// governance uses, on the pool as it is, nothing changed.
-    pub(crate) fn preview_removals(&self, config: &Config, now: f64) -> RemovalPreview {
-        let pool = self.store.pool();
-        let m = &config.memory;
-        let params = heat_params(config);
-        let candidate = |row: u32| candidate(pool, row);
-        let tier_rows =
-            |t: Tier| -> Vec<Candidate> { pool.tier_rows(t).iter().map(candidate).collect() };
-        // Tier moves first, as `maintain` does: only the count moved to cold matters here.
-        let mut hot = tier_rows(Tier::Hot);
-        let expired = ttl_expired(&hot, now, m.hot_ttl_hours * 3600.0);
-        let mut warm = tier_rows(Tier::Warm);
-        hot.retain(|c| !expired.contains(&c.key));
-        warm.extend(expired.iter().map(|&r| candidate(r)));
-        let mut to_cold = lru_overflow(&hot, m.max_hot_entries);
-        to_cold.extend(lru_overflow(&warm, m.max_warm_entries));
-        let mut cold = tier_rows(Tier::Cold);
-        cold.extend(to_cold.iter().map(|&r| candidate(r)));
-        let mut removed: HashSet<u32> = HashSet::new();
-        let mut by_reason = BTreeMap::new();
-        let mut note = |reason: &str, rows: Vec<u32>, removed: &mut HashSet<u32>| {
-            if !rows.is_empty() {
-                by_reason.insert(reason.to_string(), rows.len());
-                removed.extend(rows);
-            }
-        };
-        let limit = m.max_cold_entries;
-        if excess_over_capacity(cold.len(), limit, headroom(limit, 0)) > 0 {
-            let rows = evict_lowest_heat(&cold, cold.len() - limit, now, &params);
-            note("trimmed", rows, &mut removed);
-        }
-        let rest: Vec<Candidate> = (0..pool.len() as u32)
-            .filter(|r| !removed.contains(r))
-            .map(candidate)
-            .collect();
-        let capacity = m.capacity_threshold;
-        let excess = excess_over_capacity(
-            rest.len(),
-            capacity,
-            headroom(capacity, m.governance_headroom),
-        );
-        if excess > 0 {
-            note(
-                "evicted",
-                evict_lowest_heat(&rest, excess, now, &params),
-                &mut removed,
-            );
-        }
-        if m.project_quota > 0 {
-            let mut by_project: BTreeMap<&str, Vec<Candidate>> = BTreeMap::new();
-            for r in 0..pool.len() as u32 {
-                if let Some(p) = pool.item(r).project.as_deref()
-                    && !removed.contains(&r)
-                {
-                    by_project.entry(p).or_default().push(candidate(r));
-                }
-            }
-            let quota = m.project_quota;
-            let mut rows = Vec::new();
-            for members in by_project.values() {
-                let excess = excess_over_capacity(members.len(), quota, headroom(quota, 0));
-                rows.extend(evict_lowest_heat(members, excess, now, &params));
-            }
-            note("project_quota", rows, &mut removed);
-        }
-        let s = &config.storage;
-        if s.max_bytes > 0 {
-            let limits = QuotaLimits {
-                max_bytes: s.max_bytes,
-                warn_ratio: s.warn_ratio,
-                hard_ratio: s.hard_ratio,
-            };
-            let cold_items: Vec<ColdItem> = pool
-                .tier_rows(Tier::Cold)
-                .iter()
-                .filter(|r| !removed.contains(r))
-                .map(|row| ColdItem {
-                    item: candidate(row),
-                    bytes: crate::govern::item_bytes(pool.item(row), Tier::Cold, pool.dim()),
-                })
-                .collect();
-            let archive = self
-                .store
-                .file_sizes()
-                .into_iter()
-                .find(|(l, _)| *l == "archive")
-                .map_or(0, |(_, b)| b);
-            let plan = plan_quota(
-                self.quota_bytes(),
-                archive,
-                &cold_items,
-                &limits,
-                true,
-                now,
-                &params,
-            );
-            note("disk_quota", plan.evict, &mut removed);
-        }
-        let removed: Vec<u32> = removed.into_iter().collect();
-        RemovalPreview {
-            memories: pool.len(),
-            would_remove: removed.len(),
-            limit: bulk_limit(pool.len()),
-            by_reason,
-            by_tier: self.tiers_of(&removed),
-            changes: Vec::new(),
-        }
+        let _ = self.write(store);
     }
 
     /// The configuration governance may run under now: `None` means `config` itself (its
     /// limits are the accepted ones, or remove at most [`bulk_limit`] memories and so become
     /// the accepted ones); `Some` is `config` with the accepted limits, and the change is held.
-    pub(crate) fn guarded(&mut self, config: &Config, now: f64) -> Option<Config> {
-        self.refresh_record();
+    pub(crate) fn guarded(&mut self, store: &Store, config: &Config, now: f64) -> Option<Config> {
+        self.refresh(store);
         let limits = RemovalLimits::of(config);
-        let accepted = self.guard.record.accepted.clone();
+        let accepted = self.record.accepted.clone();
         if accepted.as_ref() == Some(&limits) {
-            self.guard.held = None;
+            self.held = None;
             return None;
         }
-        let mut preview = self.preview_removals(config, now);
+        let mut preview = preview_removals(store, config, now);
         preview.changes = limits.changes_from(accepted.as_ref());
         if !preview.in_bulk() {
-            self.accept(limits, now);
+            self.accept(store, limits, now);
             return None;
         }
-        let since = match &self.guard.held {
+        let since = match &self.held {
             Some(h) if h.preview.changes == preview.changes => h.since,
             _ => now,
         };
-        self.guard.held = Some(Held {
+        self.held = Some(Held {
             since,
             confirm: format!(
                 "run `coral govern --confirm`, or repeat the change with confirm: true, to \
@@ -451,46 +336,152 @@ impl Engine {
     }
 
     /// What `config` would remove now, with the settings that differ from the accepted ones.
-    pub(crate) fn preview_change(&mut self, config: &Config, now: f64) -> RemovalPreview {
-        self.refresh_record();
-        let mut preview = self.preview_removals(config, now);
-        preview.changes =
-            RemovalLimits::of(config).changes_from(self.guard.record.accepted.as_ref());
+    pub(crate) fn preview_change(
+        &mut self,
+        store: &Store,
+        config: &Config,
+        now: f64,
+    ) -> RemovalPreview {
+        self.refresh(store);
+        let mut preview = preview_removals(store, config, now);
+        preview.changes = RemovalLimits::of(config).changes_from(self.record.accepted.as_ref());
         preview
     }
 
     /// Make `limits` the accepted ones and lift any hold.
-    pub(crate) fn accept(&mut self, limits: RemovalLimits, now: f64) {
-        self.guard.held = None;
-        if self.guard.record.accepted.as_ref() == Some(&limits) && self.guard.problem.is_none() {
+    pub(crate) fn accept(&mut self, store: &Store, limits: RemovalLimits, now: f64) {
+        self.held = None;
+        if self.record.accepted.as_ref() == Some(&limits) && self.problem.is_none() {
             return;
         }
-        self.guard.record.accepted = Some(limits);
-        self.guard.record.accepted_at = Some(now);
+        self.record.accepted = Some(limits);
+        self.record.accepted_at = Some(now);
         // Not fatal: an unwritten acceptance is previewed again by the next process.
-        let _ = self.write_record();
+        let _ = self.write(store);
     }
 
     /// The change waiting for confirmation, if any.
     pub(crate) fn held(&self) -> Option<&Held> {
-        self.guard.held.as_ref()
+        self.held.as_ref()
     }
 
     /// Recent removals, oldest first.
-    pub(crate) fn removals(&mut self) -> Vec<Removal> {
-        self.refresh_record();
-        self.guard.record.removed.clone()
+    pub(crate) fn removals(&mut self, store: &Store) -> Vec<Removal> {
+        self.refresh(store);
+        self.record.removed.clone()
     }
 }
 
-fn candidate(pool: &Pool, row: u32) -> Candidate {
-    let item = pool.item(row);
-    Candidate {
-        key: row,
-        timestamp: item.timestamp,
-        last_access: item.last_access,
-        access_count: item.access_count,
-        importance: item.importance,
+/// The tiers of `rows`, counted.
+pub(crate) fn tiers_of(pool: &Pool, rows: &[u32]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for &r in rows {
+        *out.entry(pool.tier(r).to_string()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// What `config` would remove now if governance ran: the same policy functions
+/// governance uses, on the pool as it is, nothing changed.
+pub(crate) fn preview_removals(store: &Store, config: &Config, now: f64) -> RemovalPreview {
+    let pool = store.pool();
+    let m = &config.memory;
+    let params = config.heat.params();
+    let candidate = |row: u32| candidate(pool, row);
+    let tier_rows = |t: Tier| -> Vec<Candidate> { candidates::of_tier(pool, t) };
+    // Tier moves first, as `maintain` does: only the count moved to cold matters here.
+    let mut hot = tier_rows(Tier::Hot);
+    let expired = ttl_expired(&hot, now, m.hot_ttl_hours * 3600.0);
+    let mut warm = tier_rows(Tier::Warm);
+    hot.retain(|c| !expired.contains(&c.key));
+    warm.extend(expired.iter().map(|&r| candidate(r)));
+    let mut to_cold = lru_overflow(&hot, m.max_hot_entries);
+    to_cold.extend(lru_overflow(&warm, m.max_warm_entries));
+    let mut cold = tier_rows(Tier::Cold);
+    cold.extend(to_cold.iter().map(|&r| candidate(r)));
+    let mut removed: HashSet<u32> = HashSet::new();
+    let mut by_reason = BTreeMap::new();
+    let mut note = |reason: &str, rows: Vec<u32>, removed: &mut HashSet<u32>| {
+        if !rows.is_empty() {
+            by_reason.insert(reason.to_string(), rows.len());
+            removed.extend(rows);
+        }
+    };
+    let limit = m.max_cold_entries;
+    if excess_over_capacity(cold.len(), limit, headroom(limit, 0)) > 0 {
+        let rows = evict_lowest_heat(&cold, cold.len() - limit, now, &params);
+        note("trimmed", rows, &mut removed);
+    }
+    let rest: Vec<Candidate> = (0..pool.len() as u32)
+        .filter(|r| !removed.contains(r))
+        .map(candidate)
+        .collect();
+    let capacity = m.capacity_threshold;
+    let excess = excess_over_capacity(
+        rest.len(),
+        capacity,
+        headroom(capacity, m.governance_headroom),
+    );
+    if excess > 0 {
+        note(
+            "evicted",
+            evict_lowest_heat(&rest, excess, now, &params),
+            &mut removed,
+        );
+    }
+    if m.project_quota > 0 {
+        let mut by_project: BTreeMap<&str, Vec<Candidate>> = BTreeMap::new();
+        for r in 0..pool.len() as u32 {
+            if let Some(p) = pool.item(r).project.as_deref()
+                && !removed.contains(&r)
+            {
+                by_project.entry(p).or_default().push(candidate(r));
+            }
+        }
+        let quota = m.project_quota;
+        let mut rows = Vec::new();
+        for members in by_project.values() {
+            let excess = excess_over_capacity(members.len(), quota, headroom(quota, 0));
+            rows.extend(evict_lowest_heat(members, excess, now, &params));
+        }
+        note("project_quota", rows, &mut removed);
+    }
+    let s = &config.storage;
+    if s.max_bytes > 0 {
+        let limits = QuotaLimits {
+            max_bytes: s.max_bytes,
+            warn_ratio: s.warn_ratio,
+            hard_ratio: s.hard_ratio,
+        };
+        let cold_items: Vec<ColdItem> = pool
+            .tier_rows(Tier::Cold)
+            .iter()
+            .filter(|r| !removed.contains(r))
+            .map(|row| ColdItem {
+                item: candidate(row),
+                bytes: item_bytes(pool.item(row), Tier::Cold, pool.dim()),
+            })
+            .collect();
+        let archive = archive_bytes(store);
+        let plan = plan_quota(
+            quota_bytes(store),
+            archive,
+            &cold_items,
+            &limits,
+            true,
+            now,
+            &params,
+        );
+        note("disk_quota", plan.evict, &mut removed);
+    }
+    let removed: Vec<u32> = removed.into_iter().collect();
+    RemovalPreview {
+        memories: pool.len(),
+        would_remove: removed.len(),
+        limit: bulk_limit(pool.len()),
+        by_reason,
+        by_tier: tiers_of(pool, &removed),
+        changes: Vec::new(),
     }
 }
 
@@ -503,36 +494,4 @@ pub struct Confirmed {
     pub before: usize,
     /// After.
     pub after: usize,
-}
-
-impl Coral {
-    /// What the configuration in force would remove now, and whether a change is held.
-    pub fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
-        let config = self.config();
-        let mut engine = self.lock();
-        let _ = engine.guarded(&config, crate::engine::unix_now());
-        let preview = engine.preview_removals(&config, crate::engine::unix_now());
-        (preview, engine.held().cloned())
-    }
-
-    /// Accept the limits of the configuration in force, whatever they remove, and govern now
-    /// (`coral govern --confirm`; a tool's `confirm: true`).
-    pub fn confirm_removals(&self) -> Result<Confirmed> {
-        let config = self.config();
-        let now = crate::engine::unix_now();
-        let (before, preview) = {
-            let mut engine = self.lock();
-            let _ = engine.guarded(&config, now);
-            let preview = engine.held().map(|h| h.preview.clone());
-            engine.accept(RemovalLimits::of(&config), now);
-            (engine.store.pool().len(), preview)
-        };
-        self.govern(&config, now, None)?;
-        let after = self.lock().store.pool().len();
-        Ok(Confirmed {
-            preview,
-            before,
-            after,
-        })
-    }
 }

@@ -1,18 +1,20 @@
-//! Importing a Python Coral `memory_data/` directory: its memories, then its threads
-//! (docs/storage.md, "Importing").
+//! Importing a Python Coral `memory_data/` directory's memories (docs/storage.md, "Importing
+//! a Python Coral directory"); `Coral::import_python_dir` then brings its threads.
 
 use std::path::Path;
 
 use coral_store::{Record, Snapshot, StorePaths, Tier};
 
-use crate::engine::{Coral, ImportReport, unix_now};
+use super::Engine;
+use super::vectors::snapshot_matches;
 use crate::error::{Error, Result};
+use crate::limits::unix_now;
+use crate::types::ImportReport;
 
-impl Coral {
-    /// Copy the memories of a Python Coral data directory into this one, preserving ids,
-    /// counters, timestamps and tiers. Items already present are left alone. The source is only
-    /// read. `progress` is called with (done, total) as items are written.
-    pub fn import_python_dir(
+impl Engine {
+    /// `Coral::import_python_dir`: items in chunks of 512, each chunk's missing vectors
+    /// embedded outside the lock and committed as one batch; governance once at the end.
+    pub(crate) fn import_python_dir(
         &self,
         source: &Path,
         mut progress: impl FnMut(usize, usize),
@@ -37,7 +39,7 @@ impl Coral {
             ..ImportReport::default()
         };
         if !snapshot.vectors.is_empty()
-            && !crate::reembed::snapshot_matches(&paths, &snapshot, self.embedder.as_ref())?
+            && !snapshot_matches(&paths, &snapshot, self.embedder.as_ref())?
         {
             report.notes.push(format!(
                 "the vectors in {} were not made by the {} embedder: they are computed again",
@@ -67,7 +69,7 @@ impl Coral {
                     Some(&row) => snapshot.matrix.row(row).to_vec(),
                     None => computed.next().unwrap_or_default(),
                 };
-                if engine.store.get(&item.item_id).is_some() {
+                if engine.door.view().get(&item.item_id).is_some() {
                     report.already_present += 1;
                     continue;
                 }
@@ -84,7 +86,7 @@ impl Coral {
                 });
             }
             report.imported += records.len();
-            engine.commit(records)?;
+            engine.door.commit(records)?;
             done += chunk.len();
             progress(done, total);
         }
@@ -92,13 +94,7 @@ impl Coral {
         let now = unix_now();
         let held = engine.guarded(&config, now);
         engine.maintain(held.as_ref().unwrap_or(&config), now)?;
-        engine.store.checkpoint()?;
-        drop(engine);
-        // The threads, which the original keeps beside its memories by default.
-        let threads = source.join(crate::THREADS_FILE);
-        if threads.exists() {
-            report.threads = Some(self.threads().store().import(&threads)?);
-        }
+        engine.door.checkpoint()?;
         Ok(report)
     }
 }

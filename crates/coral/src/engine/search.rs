@@ -1,32 +1,26 @@
-//! The search path (SPEC 5.1): embed outside the lock, one scoring pass over the whole pool,
-//! top-k (weighted fusion here, rank fusion with BM25 in `search_rrf`), then count each
-//! returned hit for heat.
+//! The search path (docs/configuration.md, "Retrieval modes"): embed outside the lock, one
+//! scoring pass over the whole pool, top-k (weighted fusion here, rank fusion with BM25 in
+//! `search_rrf`), then count each returned hit for heat.
 
 use coral_embed::text_features;
 use coral_score::{Query, Weights, scan};
-use coral_store::{Record, Tier};
+use coral_store::Record;
 use roaring::RoaringBitmap;
 
-use crate::engine::{
-    Coral, MAX_TOP_K, Scores, SearchHit, SearchOptions, check_text, check_unix_time, unix_now,
-};
+use super::Engine;
+use super::search_rrf::{Fused, RrfQuery, keyword_query};
 use crate::error::{Error, Result};
-use crate::search_rrf::{Fused, RrfQuery, keyword_query};
+use crate::limits::{MAX_TOP_K, check_text, check_unix_time, unix_now};
+use crate::types::{Scores, SearchHit, SearchOptions};
 
-impl Coral {
-    /// The `top_k` memories most relevant to `query`.
-    pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<SearchHit>> {
-        self.search_with(
-            query,
-            SearchOptions {
-                top_k: Some(top_k),
-                ..SearchOptions::default()
-            },
-        )
-    }
-
-    /// [`Coral::search`] with a project, a score floor or a clock.
-    pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+impl Engine {
+    /// `Coral::search_with`: checks and the query's features outside the lock, one scoring
+    /// pass, then each hit counted for heat.
+    pub(crate) fn search_with(
+        &self,
+        query: &str,
+        options: SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
         check_text("query", query)?;
         self.refresh_config();
         let config = self.config();
@@ -55,17 +49,18 @@ impl Coral {
         let mut engine = self.lock();
         if !rrf {
             // Weighted mode needs no keyword index: free it (rrf builds it again).
-            engine.keywords = None;
+            engine.door.drop_keywords();
         }
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let r = &config.retrieval;
-        let allow = cold_filter(pool, r.include_cold, config.memory.cold_scan_lines);
+        let allow = pool.cold_filter(r.include_cold, config.memory.cold_scan_lines);
         let boosted = project.map(|p| {
             (0..pool.len() as u32)
                 .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
                 .collect::<RoaringBitmap>()
         });
-        // Vectors another model made are not comparable with the query's (SPEC 9.4).
+        // Vectors another model made are not comparable with the query's (docs/embeddings.md,
+        // "Changing models").
         let vector = (vector.len() == pool.dim() && engine.vectors_disabled.is_none())
             .then_some(vector.as_slice());
         let boost = boosted.as_ref().map(|b| (b, r.project_boost));
@@ -83,7 +78,7 @@ impl Coral {
                 boost,
             }),
             None => scan(
-                &coral_score::Pool {
+                &coral_score::ScanRows {
                     dim: pool.dim(),
                     vectors: pool.vectors(),
                     bitmaps: pool.bitmaps(),
@@ -119,7 +114,7 @@ impl Coral {
             })
             .collect(),
         };
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let records: Vec<Record> = scored
             .iter()
             .map(|s| {
@@ -137,15 +132,15 @@ impl Coral {
             .collect();
         // Counting the hits is bookkeeping for heat: when it cannot be written (a read-only
         // store, a full disk) the search still answers, and says so through `unrecorded`.
-        engine.unrecorded = match engine.store.read_only() {
+        engine.unrecorded = match engine.door.view().read_only() {
             Some(reason) => Some(format!(
                 "the store is read-only ({reason}): hits were not recorded"
             )),
-            None => engine.store.commit(records).err().map(|e| {
+            None => engine.door.commit(records).err().map(|e| {
                 format!("the hits of a search could not be recorded ({e}); results are unaffected")
             }),
         };
-        let pool = engine.store.pool();
+        let pool = engine.door.view().pool();
         let hits = scored
             .iter()
             .zip(ids)
@@ -161,26 +156,4 @@ impl Coral {
             .collect();
         Ok(hits)
     }
-}
-
-/// Rows allowed by the cold-tier settings, or `None` when every row is searchable.
-fn cold_filter(
-    pool: &coral_store::Pool,
-    include_cold: bool,
-    newest: usize,
-) -> Option<RoaringBitmap> {
-    let cold = pool.tier_rows(Tier::Cold);
-    if include_cold && (newest == 0 || cold.len() as usize <= newest) {
-        return None;
-    }
-    let mut allow: RoaringBitmap = (0..pool.len() as u32).collect();
-    allow -= cold;
-    if include_cold {
-        let mut by_age: Vec<u32> = cold.iter().collect();
-        by_age.sort_by(|&a, &b| {
-            pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize])
-        });
-        allow.extend(by_age.into_iter().take(newest));
-    }
-    Some(allow)
 }

@@ -2,10 +2,11 @@
 //!
 //! Pool rows move whenever an item is removed (the last row is swapped in), so the index keys
 //! documents by a slot of its own, assigned per item id and reused after removal. It follows
-//! the pool through three doors: [`Engine::commit`] (every put, delete and archive this process
-//! makes), [`Engine::keywords_after_sync`] (records other processes wrote), and a fingerprint
-//! check before each use (item count and the wrapping sum of the items' tie-break keys), which
-//! catches any path that bypassed the first two and rebuilds the difference.
+//! the pool through the commit door (`door.rs`: every put, delete and archive this process
+//! makes, and the records other processes wrote, applied when the door takes the lock), and a
+//! fingerprint check before each use (item count and the wrapping sum of the items' tie-break
+//! keys), which would catch a change that reached the store any other way and rebuild the
+//! difference.
 //!
 //! The index is built when a store opens in rrf mode, or at the first rrf search after the mode
 //! is switched on; in weighted mode it costs nothing.
@@ -13,11 +14,8 @@
 use std::collections::HashMap;
 
 use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK};
-use coral_store::{Pool, Record, tiebreak_key};
+use coral_store::{Pool, tiebreak_key};
 use roaring::RoaringBitmap;
-
-use crate::engine::Engine;
-use crate::error::Result;
 
 /// BM25 over the pool's item contents, by item id.
 #[derive(Debug, Default)]
@@ -30,8 +28,8 @@ pub(crate) struct KeywordIndex {
     free: Vec<u32>,
     /// Wrapping sum of the tie-break keys of the indexed ids (see [`KeywordIndex::matches`]).
     key_sum: u64,
-    /// Times [`KeywordIndex::reconcile`] had to repair the index (0 unless a mutation path
-    /// forgot [`Engine::commit`]; tests assert it stays 0).
+    /// Times [`KeywordIndex::reconcile`] had to repair the index (0 unless a change bypassed
+    /// the commit door; tests assert it stays 0).
     reconciled: u64,
 }
 
@@ -54,7 +52,7 @@ impl KeywordIndex {
 
     /// Whether the index holds the same ids as `pool`, by count and by the wrapping sum of
     /// their tie-break keys: O(pool) additions, no hashing. A mismatch means some change
-    /// reached the store without passing through [`Engine::commit`] or a sync.
+    /// reached the store without passing through the commit door.
     pub(crate) fn matches(&self, pool: &Pool) -> bool {
         self.slots.len() == pool.len()
             && pool
@@ -189,62 +187,14 @@ impl KeywordIndex {
     }
 }
 
-impl Engine {
-    /// Commits `records` to the store and keeps the derived keyword index in step. Every
-    /// mutation that may add or remove an item goes through here.
-    pub(crate) fn commit(&mut self, records: Vec<Record>) -> Result<()> {
-        let changed: Vec<String> = match self.keywords {
-            Some(_) => records
-                .iter()
-                .filter(|r| {
-                    !matches!(
-                        r,
-                        Record::Touch { .. } | Record::Importance { .. } | Record::Move { .. }
-                    )
-                })
-                .filter_map(|r| r.id().map(String::from))
-                .collect(),
-            None => Vec::new(),
-        };
-        let result = self.store.commit(records);
-        // Also on failure: the sync looks at what the pool holds, whatever happened.
-        if let Some(keywords) = &mut self.keywords {
-            keywords.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
-        }
-        result?;
-        Ok(())
-    }
-
-    /// Follows records other processes wrote (see `Engine::after_sync`).
-    pub(crate) fn keywords_after_sync(&mut self, outcome: &coral_store::SyncOutcome) {
-        match outcome {
-            coral_store::SyncOutcome::Applied(ids) => {
-                if let Some(keywords) = &mut self.keywords {
-                    keywords.sync_ids(self.store.pool(), ids.iter().map(String::as_str));
-                }
-            }
-            coral_store::SyncOutcome::Reloaded => self.keywords = None,
-            _ => {}
-        }
-    }
-
-    /// Builds the keyword index, or repairs it, so that it matches the pool.
-    pub(crate) fn ensure_keywords(&mut self) {
-        let pool = self.store.pool();
-        match &mut self.keywords {
-            Some(k) if k.matches(pool) => {}
-            Some(k) => k.reconcile(pool),
-            None => self.keywords = Some(KeywordIndex::build(pool)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
     use super::*;
+    use coral_store::Record;
+
     use crate::{Config, Coral, HashEmbedder, InsertOptions, SearchOptions};
 
     const NOW: f64 = 1_775_822_400.0;
@@ -290,12 +240,15 @@ mod tests {
     /// The index kept up to date by the mutation paths equals one built fresh from the pool,
     /// and no repair was needed to get there.
     fn assert_fresh(coral: &Coral) {
-        let engine = coral.lock_raw();
-        let pool = engine.store.pool();
-        let kept = engine.keywords.as_ref().expect("rrf mode keeps an index");
+        let engine = coral.engine.lock_raw();
+        let pool = engine.door.view().pool();
+        let kept = engine
+            .door
+            .keyword_index()
+            .expect("rrf mode keeps an index");
         assert_eq!(
             kept.reconciled, 0,
-            "a mutation path bypassed Engine::commit"
+            "a mutation path bypassed the commit door"
         );
         assert!(kept.matches(pool));
         assert_eq!(kept.contents(), KeywordIndex::build(pool).contents());
@@ -418,21 +371,24 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_fresh(&a);
 
-        // A change that skips Engine::commit is caught by the fingerprint and repaired.
+        // A change that skips the door is caught by the fingerprint and repaired.
         let id = found[0].0.clone();
         {
-            let mut engine = a.lock_raw();
-            engine.store.commit(vec![Record::Delete { id }]).unwrap();
-            let pool = engine.store.pool();
-            assert!(!engine.keywords.as_ref().unwrap().matches(pool));
+            let mut engine = a.engine.lock_raw();
+            engine
+                .door
+                .commit_bypassing_indexes(vec![Record::Delete { id }])
+                .unwrap();
+            let pool = engine.door.view().pool();
+            assert!(!engine.door.keyword_index().unwrap().matches(pool));
         }
         assert!(search(&a, "冲浪", 5).is_empty());
-        let engine = a.lock_raw();
-        let kept = engine.keywords.as_ref().unwrap();
+        let engine = a.engine.lock_raw();
+        let kept = engine.door.keyword_index().unwrap();
         assert_eq!(kept.reconciled, 1);
         assert_eq!(
             kept.contents(),
-            KeywordIndex::build(engine.store.pool()).contents()
+            KeywordIndex::build(engine.door.view().pool()).contents()
         );
     }
 
@@ -441,7 +397,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let coral = open(dir.path(), "weighted");
         insert(&coral, "用户喜欢喝冰镇拿铁咖啡", 1.0);
-        assert!(coral.lock_raw().keywords.is_none());
+        assert!(coral.engine.lock_raw().door.keyword_index().is_none());
         let mut rrf = coral.config().as_ref().clone();
         rrf.retrieval.mode = "rrf".into();
         coral.set_config(rrf).unwrap();
@@ -451,6 +407,6 @@ mod tests {
         weighted.retrieval.mode = "weighted".into();
         coral.set_config(weighted).unwrap();
         search(&coral, "拿铁", 1);
-        assert!(coral.lock_raw().keywords.is_none());
+        assert!(coral.engine.lock_raw().door.keyword_index().is_none());
     }
 }

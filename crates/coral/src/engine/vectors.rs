@@ -1,5 +1,6 @@
-//! Which embedder made the stored vectors, what opening does when it is not the configured one
-//! (SPEC 9.4), and [`Coral::reembed`].
+//! The stored vectors against the configured embedder (docs/embeddings.md, "Changing models"):
+//! which embedder made them, what opening does when it is another, and filling in missing ones.
+//! `coral reembed` itself is `reembed.rs`.
 //!
 //! The embedder's name and dim are kept next to the vector file, in `coral_vectors.meta.json`
 //! (the `.npy` and its index stay exactly as the original Python Coral wrote them). A directory
@@ -17,25 +18,24 @@
 //!   otherwise as for another embedder's vectors.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use coral_embed::{Embedder, HashEmbedder};
 use coral_store::{Store, VectorMeta};
-use serde::Serialize;
 
-use crate::engine::{Coral, recompute_missing_vectors};
-use crate::error::{Error, Result};
+use super::door::Door;
+use crate::config::EmbedderKind;
+use crate::error::Result;
 
 /// Most missing vectors a model computes while opening (about 0.2 s); more wait for
 /// `coral reembed`.
 pub const OPEN_RECOMPUTE_LIMIT: usize = 64;
 
 /// Memories embedded per model call during a re-embed.
-const REEMBED_CHUNK: usize = 256;
+pub(crate) const REEMBED_CHUNK: usize = 256;
 
 /// Memories embedded again to recognise the embedder of a directory without a meta file, and
 /// searched for after a re-embed.
-const SAMPLE: usize = 8;
+pub(crate) const SAMPLE: usize = 8;
 
 /// The meta file of a vector file: `coral_vectors.npy` → `coral_vectors.meta.json`.
 pub fn vector_meta_path(vectors: &Path) -> PathBuf {
@@ -46,8 +46,8 @@ fn read_meta(path: &Path) -> Option<VectorMeta> {
     coral_store::read_vector_meta(path)
 }
 
-fn write_meta(store: &mut Store, embedder: &dyn Embedder) -> Result<()> {
-    store.set_vector_meta(&VectorMeta {
+pub(crate) fn write_meta(door: &mut Door, embedder: &dyn Embedder) -> Result<()> {
+    door.set_vector_meta(&VectorMeta {
         embedder: embedder.name().to_string(),
         dim: embedder.dim(),
     })?;
@@ -57,11 +57,12 @@ fn write_meta(store: &mut Store, embedder: &dyn Embedder) -> Result<()> {
 /// Settle the stored vectors against `embedder` at open (see the module docs). Returns why
 /// vectors must not be scored, if they must not.
 pub(crate) fn reconcile(
-    store: &mut Store,
+    door: &mut Door,
     embedder: &dyn Embedder,
     notices: &mut Vec<String>,
 ) -> Result<Option<String>> {
     let name = embedder.name().to_string();
+    let store = door.view();
     let pool = store.pool();
     let total = pool.len();
     let stored = total - pool.missing_vectors().len() as usize;
@@ -72,12 +73,12 @@ pub(crate) fn reconcile(
         (None, _) => Some(recognise(store, embedder)?),
     };
     if let Some(origin) = origin.filter(|o| *o != name) {
-        if name == "hash" {
+        if EmbedderKind::of(embedder) == EmbedderKind::Hash {
             let rows: Vec<u32> = (0..total as u32).collect();
-            embed_rows(store, embedder, &rows)?;
-            if store.read_only().is_none() {
-                store.checkpoint()?;
-                write_meta(store, embedder)?;
+            embed_rows(door, embedder, &rows)?;
+            if door.view().read_only().is_none() {
+                door.checkpoint()?;
+                write_meta(door, embedder)?;
             }
             notices.push(format!(
                 "the stored vectors were made by {origin}; replaced all {total} with hash \
@@ -94,7 +95,7 @@ pub(crate) fn reconcile(
     }
     let missing = total - stored;
     if missing > 0 {
-        if recompute_missing_vectors(store, embedder)? == 0 {
+        if recompute_missing_vectors(door, embedder)? == 0 {
             let why = format!(
                 "{missing} of {total} memories have no {name} vector: search uses keywords and \
                  time only until `coral reembed` embeds them"
@@ -106,8 +107,8 @@ pub(crate) fn reconcile(
             "computed {missing} missing vector(s) with the {name} embedder"
         ));
     }
-    if store.read_only().is_none() {
-        write_meta(store, embedder)?;
+    if door.view().read_only().is_none() {
+        write_meta(door, embedder)?;
     }
     Ok(None)
 }
@@ -137,9 +138,11 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
     };
     let hash = HashEmbedder::new(pool.dim())?;
     if similarity(&hash.embed(&texts)?) > 0.9999 {
-        return Ok("hash".into());
+        return Ok(hash.name().to_string());
     }
-    if embedder.name() != "hash" && similarity(&embedder.embed(&texts)?) > 0.99 {
+    if EmbedderKind::of(embedder) == EmbedderKind::Model
+        && similarity(&embedder.embed(&texts)?) > 0.99
+    {
         return Ok(embedder.name().to_string());
     }
     Ok(format!("an unknown embedder (dim {})", pool.dim()))
@@ -177,16 +180,16 @@ pub(crate) fn snapshot_matches(
         .map(|((_, stored), v)| cosine(stored, v))
         .sum::<f64>()
         / sample.len() as f64;
-    let needed = if embedder.name() == "hash" {
-        0.9999
-    } else {
-        0.99
+    // Hash vectors are reproduced exactly, a model's closely.
+    let needed = match EmbedderKind::of(embedder) {
+        EmbedderKind::Hash => 0.9999,
+        EmbedderKind::Model => 0.99,
     };
     Ok(similarity > needed)
 }
 
 /// Up to `n` rows spread evenly over the pool, skipping rows without a vector.
-fn sample_rows(store: &Store, n: usize) -> Vec<u32> {
+pub(crate) fn sample_rows(store: &Store, n: usize) -> Vec<u32> {
     let pool = store.pool();
     let missing = pool.missing_vectors();
     let rows: Vec<u32> = (0..pool.len() as u32)
@@ -198,157 +201,43 @@ fn sample_rows(store: &Store, n: usize) -> Vec<u32> {
     (0..n).map(|i| rows[i * rows.len() / n]).collect()
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
+/// Cosine of two vectors, as the scoring kernels compute it.
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    f64::from(coral_score::cosine(a, b))
 }
 
-fn embed_rows(store: &mut Store, embedder: &dyn Embedder, rows: &[u32]) -> Result<()> {
+pub(crate) fn embed_rows(door: &mut Door, embedder: &dyn Embedder, rows: &[u32]) -> Result<()> {
     for chunk in rows.chunks(REEMBED_CHUNK) {
         let texts: Vec<String> = chunk
             .iter()
-            .map(|&r| store.pool().item(r).content.clone())
+            .map(|&r| door.view().pool().item(r).content.clone())
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         for (&row, v) in chunk.iter().zip(embedder.embed(&refs)?) {
-            store.set_vector(row, &v);
+            door.set_vector(row, &v);
         }
     }
     Ok(())
 }
 
-/// What [`Coral::reembed`] did.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ReembedReport {
-    /// The embedder now behind every vector.
-    pub embedder: String,
-    /// Its dim.
-    pub dim: usize,
-    /// Memories re-embedded.
-    pub items: usize,
-    /// Wall time.
-    pub seconds: f64,
-    /// The sample searches that verified the new vectors.
-    pub checks: Vec<ReembedCheck>,
-}
-
-/// One verification: a memory's text, embedded afresh, finds the memory's stored vector.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ReembedCheck {
-    /// The memory.
-    pub id: String,
-    /// Cosine of the fresh and the stored vector.
-    pub cosine: f64,
-    /// The memory's rank among all memories by vector similarity (1 = first).
-    pub rank: usize,
-}
-
-impl Coral {
-    /// Embed every memory again with the configured embedder (SPEC 9.4), replace the vector
-    /// files (checkpointed: each file is written atomically), record the embedder in
-    /// `coral_vectors.meta.json`, and verify with sample searches. Embedding happens without
-    /// the engine lock; memories inserted meanwhile already carry the configured embedder's
-    /// vectors. `progress` is called with (done, total). Run it with no other process using the
-    /// data directory.
-    pub fn reembed(&self, mut progress: impl FnMut(usize, usize)) -> Result<ReembedReport> {
-        let started = Instant::now();
-        let memories: Vec<(String, String)> = {
-            let engine = self.lock();
-            let pool = engine.store.pool();
-            pool.items()
-                .iter()
-                .map(|i| (i.item_id.clone(), i.content.clone()))
-                .collect()
-        };
-        let total = memories.len();
-        progress(0, total);
-        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(total);
-        for chunk in memories.chunks(REEMBED_CHUNK) {
-            let texts: Vec<&str> = chunk.iter().map(|(_, c)| c.as_str()).collect();
-            let rows = self.embedder.embed(&texts)?;
-            if rows.len() != texts.len() {
-                return Err(Error::InvalidInput(format!(
-                    "the {} embedder returned {} vectors for {} texts",
-                    self.embedder.name(),
-                    rows.len(),
-                    texts.len()
-                )));
-            }
-            vectors.extend(rows);
-            progress(vectors.len(), total);
-        }
-        let mut engine = self.lock();
-        for ((id, _), v) in memories.iter().zip(&vectors) {
-            if let Some(row) = engine.store.pool().row(id) {
-                engine.store.set_vector(row, v);
-            }
-        }
-        let left: Vec<u32> = engine.store.pool().missing_vectors().iter().collect();
-        embed_rows(&mut engine.store, self.embedder.as_ref(), &left)?;
-        engine.store.checkpoint()?;
-        write_meta(&mut engine.store, self.embedder.as_ref())?;
-        engine.vectors_disabled = None;
-        let checks = self.verify(&engine.store)?;
-        drop(engine);
-        Ok(ReembedReport {
-            embedder: self.embedder.name().to_string(),
-            dim: self.embedder.dim(),
-            items: total,
-            seconds: started.elapsed().as_secs_f64(),
-            checks,
-        })
+/// Compute vectors the store could not load (other model's dim, missing `.npy`, ...): all of
+/// them with the hash embedder, at most [`OPEN_RECOMPUTE_LIMIT`] with a model (more wait for
+/// `coral reembed`). Returns how many were computed.
+pub(crate) fn recompute_missing_vectors(door: &mut Door, embedder: &dyn Embedder) -> Result<usize> {
+    let rows: Vec<u32> = door.view().pool().missing_vectors().iter().collect();
+    if EmbedderKind::of(embedder) == EmbedderKind::Model && rows.len() > OPEN_RECOMPUTE_LIMIT {
+        return Ok(0);
     }
-
-    /// A few memories, embedded afresh, must find themselves: cosine ≥ 0.999 with the stored
-    /// vector and within the first three by vector similarity (near-duplicates may tie).
-    fn verify(&self, store: &Store) -> Result<Vec<ReembedCheck>> {
-        let pool = store.pool();
-        let rows = sample_rows(store, SAMPLE.min(5));
-        let texts: Vec<&str> = rows
+    for chunk in rows.chunks(256) {
+        let texts: Vec<String> = chunk
             .iter()
-            .map(|&r| pool.item(r).content.as_str())
+            .map(|&r| door.view().pool().item(r).content.clone())
             .collect();
-        let fresh = self.embedder.embed(&texts)?;
-        let dim = pool.dim();
-        let mut checks = Vec::new();
-        for (&row, query) in rows.iter().zip(&fresh) {
-            let dot = |r: usize| -> f32 {
-                pool.vectors()[r * dim..(r + 1) * dim]
-                    .iter()
-                    .zip(query)
-                    .map(|(a, b)| a * b)
-                    .sum()
-            };
-            let own = dot(row as usize);
-            let rank = 1 + (0..pool.len()).filter(|&r| dot(r) > own).count();
-            let check = ReembedCheck {
-                id: pool.item(row).item_id.clone(),
-                cosine: cosine(pool.vector(row), query),
-                rank,
-            };
-            if check.cosine < 0.999 || check.rank > 3 {
-                return Err(Error::InvalidInput(format!(
-                    "re-embedded, but memory {} no longer finds itself (cosine {:.4}, rank {}): \
-                     the {} embedder is not deterministic or the vector files were changed \
-                     meanwhile; run `coral reembed` again",
-                    check.id,
-                    check.cosine,
-                    check.rank,
-                    self.embedder.name()
-                )));
-            }
-            checks.push(check);
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = embedder.embed(&refs)?;
+        for (&row, v) in chunk.iter().zip(&vectors) {
+            door.set_vector(row, v);
         }
-        Ok(checks)
     }
+    Ok(rows.len())
 }

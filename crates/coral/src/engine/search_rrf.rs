@@ -1,5 +1,6 @@
-//! `retrieval.mode = "rrf"` (SPEC 5.1): the pool ranked by vector, by bitmap Jaccard and by
-//! BM25 separately, the rankings fused by weighted reciprocal rank.
+//! `retrieval.mode = "rrf"` (docs/configuration.md, "Retrieval modes"): the pool ranked by
+//! vector, by bitmap Jaccard and by BM25 separately, the rankings fused by weighted reciprocal
+//! rank.
 //!
 //! One pass over the pool's vectors and bitmaps fills the vector and Jaccard top-`depth` lists
 //! (`coral_score::rank_lists`); the BM25 list comes from the inverted index, which only walks
@@ -28,9 +29,10 @@ use coral_score::{
 };
 use roaring::RoaringBitmap;
 
-use crate::engine::{Engine, Scores};
+use super::State;
+use crate::types::Scores;
 
-/// The reciprocal-rank constant (SPEC 5.1).
+/// The reciprocal-rank constant (the usual 60; docs/configuration.md, "Retrieval modes").
 pub const RRF_K: f64 = 60.0;
 
 /// Length of each ranking before fusion (at least `top_k`).
@@ -78,17 +80,14 @@ pub(crate) struct Fused {
     pub(crate) scores: Scores,
 }
 
-impl Engine {
+impl State {
     /// The best `query.k` rows by reciprocal-rank fusion, best first.
     pub(crate) fn search_rrf(&mut self, query: &RrfQuery) -> Vec<Fused> {
         let depth = RRF_DEPTH.max(query.k);
-        // Build or repair the index first: it borrows the engine mutably.
-        self.ensure_keywords();
-        let Some(keywords) = self.keywords.as_ref() else {
-            return Vec::new();
-        };
-        let pool = self.store.pool();
-        let score_pool = coral_score::Pool {
+        // The index is built or repaired first, so that it matches the pool.
+        let (keywords, store) = self.door.keywords();
+        let pool = store.pool();
+        let score_pool = coral_score::ScanRows {
             dim: pool.dim(),
             vectors: pool.vectors(),
             bitmaps: pool.bitmaps(),

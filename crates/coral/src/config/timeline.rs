@@ -1,0 +1,105 @@
+//! `timeline.*`: the timeline's layers and reads, with MemCore's key names and defaults
+//! (docs/timeline.md, "Layers").
+
+use coral_timeline::LayerSettings;
+use serde::{Deserialize, Serialize};
+
+/// `timeline.*`: the timeline's layers and reads, with MemCore's key names and defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimelineConfig {
+    /// The layer thresholds, at the section's top level: `raw_token_trigger`,
+    /// `raw_token_batch_ratio`, `compaction_min_recent_turns`, `episodic_visible_max`,
+    /// `episodic_compact_trigger_count`, `episodic_compact_batch_size`,
+    /// `semantic_visible_limit`, `semantic_reinforcement_lookback` and
+    /// `semantic_reinforcement_min_overlap` (each described on `LayerSettings`).
+    #[serde(flatten)]
+    pub layers: LayerSettings,
+    /// Hits `retrieve_for_turn` returns when the call gives no limit.
+    pub retrieval_limit: usize,
+    /// IANA zone of dates and times when a call gives none.
+    pub timezone: String,
+}
+
+impl Default for TimelineConfig {
+    fn default() -> Self {
+        TimelineConfig {
+            layers: LayerSettings::default(),
+            retrieval_limit: coral_timeline::DEFAULT_LIMIT,
+            timezone: "UTC".into(),
+        }
+    }
+}
+
+impl TimelineConfig {
+    /// The layer thresholds these settings describe.
+    pub fn layer_settings(&self) -> LayerSettings {
+        self.layers.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn the_section_keeps_memcore_keys_in_order() {
+        let value = serde_json::to_value(Config::default()).unwrap();
+        let keys: Vec<&str> = value["timeline"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "raw_token_trigger",
+                "raw_token_batch_ratio",
+                "compaction_min_recent_turns",
+                "episodic_visible_max",
+                "episodic_compact_trigger_count",
+                "episodic_compact_batch_size",
+                "semantic_visible_limit",
+                "semantic_reinforcement_lookback",
+                "semantic_reinforcement_min_overlap",
+                "retrieval_limit",
+                "timezone"
+            ]
+        );
+        let (c, w) = Config::from_json(
+            r#"{"timeline": {"compaction_min_recent_turns": 3, "episodic_visible_max": 4}}"#,
+        )
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.timeline.layers.min_recent_turns, 3);
+        assert_eq!(c.timeline.layers.episodic_visible_max, 4);
+        // Keys left out keep their defaults.
+        assert_eq!(c.timeline.layers.raw_token_trigger, 12_000);
+        assert_eq!(
+            c.timeline.retrieval_limit,
+            Config::default().timeline.retrieval_limit
+        );
+    }
+
+    #[test]
+    fn a_wrong_layer_value_names_its_key_and_value() {
+        let check = |text: &str, expected: &str| {
+            let err = Config::from_json(text).unwrap_err();
+            assert_eq!(err, expected);
+        };
+        check(
+            r#"{"timeline": {"raw_token_trigger": "lots"}}"#,
+            r#"timeline.raw_token_trigger (value "lots"): invalid type: string "lots", expected u64"#,
+        );
+        check(
+            r#"{"timeline": {"compaction_min_recent_turns": -1, "timezone": "UTC"}}"#,
+            "timeline.compaction_min_recent_turns (value -1): invalid value: integer `-1`, \
+             expected usize",
+        );
+        check(
+            r#"{"timeline": {"timezone": 5}}"#,
+            "timeline.timezone (value 5): invalid type: integer `5`, expected a string",
+        );
+    }
+}

@@ -1,0 +1,456 @@
+//! [`Coral`], the Rust API: opening and closing, memories, governance, reports, configuration
+//! and the threads. (The timeline's part of the API is `timeline.rs`.) The engine (`engine/`)
+//! does the work; each method here says what it takes and what it returns.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use coral_embed::Embedder;
+use coral_heat::Llm;
+use coral_store::{Item, Record};
+use coral_thread::ThreadStore;
+use serde_json::Value;
+
+use crate::config::{Config, Loaded};
+use crate::config_ops::{ConfigChange, ConfigFile, get_in, refuse_for_tools, tool_may_change};
+use crate::engine::Engine;
+use crate::engine::guard::{Confirmed, Held, RemovalPreview};
+use crate::engine::quota::disk_usage;
+use crate::engine::reembed::ReembedReport;
+use crate::error::{Error, Result};
+use crate::limits::{check_importance, unix_now};
+use crate::models::embedder_for;
+use crate::reload::Reloader;
+use crate::report::{self, FuseCheck, Report};
+use crate::threads::open_threads;
+use crate::timeline_slot::TimelineSlot;
+use crate::types::{
+    DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
+};
+
+/// A Coral memory: one data directory, one embedder, one configuration.
+///
+/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled before they
+/// return, so nothing acknowledged is lost if the process dies.
+pub struct Coral {
+    /// The memory engine: the store behind its commit door, the embedder, the config.
+    pub(crate) engine: Engine,
+    /// Reasoning threads: a separate file and lock, never part of the memory pool.
+    threads: ThreadStore,
+    /// The timeline: its own SQLite file, opened on first use.
+    pub(crate) timeline: TimelineSlot,
+    notices: Vec<String>,
+    config_path: Option<PathBuf>,
+}
+
+impl Coral {
+    /// Open with the config file at `config_path` (created with defaults when missing).
+    pub fn open(config_path: impl AsRef<Path>) -> Result<Coral> {
+        let path = config_path.as_ref();
+        Coral::open_loaded(Config::load(path)?, path)
+    }
+
+    /// Open with a configuration loaded (and perhaps adjusted) by the caller from `path`.
+    pub fn open_loaded(loaded: Loaded, path: &Path) -> Result<Coral> {
+        // Name the config file actually read in errors about it.
+        let (embedder, note) = embedder_for(&loaded.config).map_err(|e| match e {
+            Error::Config { detail, .. } => Error::Config {
+                path: path.to_path_buf(),
+                detail,
+            },
+            e => e,
+        })?;
+        let mut notices = loaded.warnings;
+        if loaded.created {
+            notices.push(format!("created {} with the defaults", path.display()));
+        }
+        notices.extend(note.clone());
+        let mut coral = Coral::open_with(loaded.config, embedder)?;
+        coral.engine.embedder_note = note;
+        coral.config_path = Some(path.to_path_buf());
+        coral.engine.config.watch(Reloader::new(path));
+        notices.append(&mut coral.notices);
+        coral.notices = notices;
+        Ok(coral)
+    }
+
+    /// Open with a configuration and embedder given by the caller.
+    pub fn open_with(config: Config, embedder: Arc<dyn Embedder>) -> Result<Coral> {
+        let problems = config.validate();
+        if !problems.is_empty() {
+            return Err(Error::Config {
+                path: config.base_dir.clone(),
+                detail: problems.join("; "),
+            });
+        }
+        let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
+        let threads = open_threads(&config)?;
+        if threads.unreadable_entries() > 0 {
+            notices.push(format!(
+                "{} entr(ies) of {} are not readable threads; kept in the file as they are",
+                threads.unreadable_entries(),
+                threads.path().display()
+            ));
+        }
+        notices.extend(threads.repairs());
+        let timeline = TimelineSlot::new(&config);
+        Ok(Coral {
+            engine,
+            threads,
+            timeline,
+            notices,
+            config_path: None,
+        })
+    }
+
+    /// Things worth telling the user once (fallback embedder, repairs, skipped lines).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.engine.config()
+    }
+
+    /// The config file, when opened from one.
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config_path.as_deref()
+    }
+
+    /// The embedder in use.
+    pub fn embedder(&self) -> &dyn Embedder {
+        self.engine.embedder.as_ref()
+    }
+
+    /// Checkpoint: rewrite the compatible files and fsync. Data is durable without it.
+    pub fn flush(&self) -> Result<()> {
+        let mut engine = self.engine.lock();
+        engine.door.checkpoint()?;
+        engine.door.view().sync()?;
+        drop(engine);
+        Ok(self.threads.flush()?)
+    }
+
+    /// Checkpoint and release the data directory. Returns warnings that lost nothing (a
+    /// closing checkpoint that failed on a full disk: the journal keeps every change).
+    pub fn close(self) -> Result<Vec<String>> {
+        let threads = self.threads.flush();
+        let closed = self.engine.close()?;
+        threads?;
+        Ok(closed.checkpoint_error.into_iter().collect())
+    }
+
+    // Memories.
+
+    /// Store a memory with the given importance (0..1). A text that duplicates a hot or warm
+    /// memory (set-Jaccard ≥ `memory.sim_threshold_hot`) refreshes that memory instead.
+    pub fn insert(&self, content: &str, importance: f64) -> Result<Insert> {
+        self.insert_with(
+            content,
+            InsertOptions {
+                importance,
+                ..InsertOptions::default()
+            },
+        )
+    }
+
+    /// [`Coral::insert`] with a project tag, an explicit creation time or clock.
+    pub fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
+        self.engine.insert_with(content, options)
+    }
+
+    /// The `top_k` memories most relevant to `query`.
+    pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<SearchHit>> {
+        self.search_with(
+            query,
+            SearchOptions {
+                top_k: Some(top_k),
+                ..SearchOptions::default()
+            },
+        )
+    }
+
+    /// [`Coral::search`] with a project, a score floor or a clock.
+    pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+        self.engine.search_with(query, options)
+    }
+
+    /// One memory by id (searchable items; see [`Coral::get_archived`] for the archive).
+    pub fn get(&self, id: &str) -> Option<Memory> {
+        let engine = self.engine.lock();
+        engine.door.view().get(id).map(|(item, tier)| Memory {
+            item: item.clone(),
+            tier,
+        })
+    }
+
+    /// An archived (evicted or distilled) memory by id.
+    pub fn get_archived(&self, id: &str) -> Result<Option<Item>> {
+        Ok(self.engine.lock().door.view().archived(id)?)
+    }
+
+    /// Delete a memory. Returns false when no memory has that id.
+    pub fn delete(&self, id: &str) -> Result<bool> {
+        let mut engine = self.engine.lock();
+        if engine.door.view().get(id).is_none() {
+            return Ok(false);
+        }
+        engine.door.commit(vec![Record::Delete { id: id.into() }])?;
+        Ok(true)
+    }
+
+    /// Set a memory's importance (0..1).
+    pub fn mark_important(&self, id: &str, importance: f64) -> Result<Item> {
+        check_importance(importance)?;
+        let mut engine = self.engine.lock();
+        if engine.door.view().get(id).is_none() {
+            return Err(Error::NotFound(id.into()));
+        }
+        engine.door.commit(vec![Record::Importance {
+            id: id.into(),
+            importance,
+        }])?;
+        engine
+            .door
+            .view()
+            .get(id)
+            .map(|(i, _)| i.clone())
+            .ok_or_else(|| Error::NotFound(id.into()))
+    }
+
+    /// Every memory, oldest first.
+    pub fn export(&self) -> Vec<Memory> {
+        let engine = self.engine.lock();
+        let pool = engine.door.view().pool();
+        let mut out: Vec<Memory> = (0..pool.len() as u32)
+            .map(|row| Memory {
+                item: pool.item(row).clone(),
+                tier: pool.tier(row),
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            a.item
+                .timestamp
+                .total_cmp(&b.item.timestamp)
+                .then_with(|| a.item.item_id.cmp(&b.item.item_id))
+        });
+        out
+    }
+
+    /// Copy the memories of a Python Coral data directory into this one, preserving ids,
+    /// counters, timestamps and tiers. Items already present are left alone. The source is only
+    /// read. `progress` is called with (done, total) as items are written.
+    pub fn import_python_dir(
+        &self,
+        source: &Path,
+        progress: impl FnMut(usize, usize),
+    ) -> Result<ImportReport> {
+        let mut report = self.engine.import_python_dir(source, progress)?;
+        // The threads, which the original keeps beside its memories by default.
+        let threads = source.join(crate::THREADS_FILE);
+        if threads.exists() {
+            report.threads = Some(self.threads().import(&threads)?);
+        }
+        Ok(report)
+    }
+
+    /// Embed every memory again with the configured embedder, replace the vector files
+    /// (checkpointed: each file is written atomically), record the embedder in
+    /// `coral_vectors.meta.json`, and verify with sample searches. Embedding happens without
+    /// the engine lock; memories inserted meanwhile already carry the configured embedder's
+    /// vectors. `progress` is called with (done, total). Run it with no other process using the
+    /// data directory.
+    pub fn reembed(&self, progress: impl FnMut(usize, usize)) -> Result<ReembedReport> {
+        self.engine.reembed(progress)
+    }
+
+    // Governance.
+
+    /// Distil now with a given client (tests and tools inject their own), whatever the
+    /// capacity: the coolest clusters become summaries. Returns how many clusters were replaced.
+    pub fn distill_with(&self, llm: &dyn Llm, now: f64) -> Result<usize> {
+        self.engine.distill_with(llm, now)
+    }
+
+    /// What the configuration in force would remove now, and whether a change is held.
+    pub fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
+        self.engine.removal_preview()
+    }
+
+    /// Accept the limits of the configuration in force, whatever they remove, and govern now
+    /// (`coral govern --confirm`; a tool's `confirm: true`).
+    pub fn confirm_removals(&self) -> Result<Confirmed> {
+        self.engine.confirm_removals()
+    }
+
+    // Reports.
+
+    /// Counters (O(1)).
+    pub fn stats(&self) -> Stats {
+        self.engine.stats(self.threads.len())
+    }
+
+    /// Disk usage by file and against the budget.
+    pub fn disk_usage(&self) -> DiskUsage {
+        let engine = self.engine.lock();
+        disk_usage(engine.door.view(), &self.config())
+    }
+
+    /// Why nothing this process does is recorded, if so: the store is read-only, or the last
+    /// search could not record its hits (a full disk). The CLI prints it after a read.
+    pub fn unrecorded(&self) -> Option<String> {
+        self.engine.unrecorded()
+    }
+
+    /// Stats, disk usage, a 14-day histogram, the five memories closest to eviction and
+    /// absolute paths.
+    pub fn report(&self) -> Report {
+        self.report_at(unix_now())
+    }
+
+    /// [`Coral::report`] as of `now`.
+    pub fn report_at(&self, now: f64) -> Report {
+        let stats = self.stats();
+        let disk_usage = self.disk_usage();
+        let config = self.config();
+        let mut engine = self.engine.lock();
+        let engine = &mut *engine;
+        let mut removed = engine.guard.removals(engine.door.view());
+        removed.drain(..removed.len().saturating_sub(20));
+        let held_change = engine.guard.held().cloned();
+        let store = engine.door.view();
+        Report {
+            stats,
+            disk_usage,
+            day_histogram: report::day_histogram(store.pool(), now),
+            eviction_preview: report::eviction_preview(store.pool(), &config, now),
+            paths: report::paths(store.paths(), self.config_path(), &config.threads_path()),
+            held_change,
+            removed,
+        }
+    }
+
+    /// Whether these texts together exceed `memory.token_fuse_threshold` tokens.
+    pub fn fuse_check<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> FuseCheck {
+        let threshold = self.config().memory.token_fuse_threshold;
+        let tokens = texts.into_iter().map(coral_embed::token_count).sum();
+        report::fuse_check(tokens, threshold)
+    }
+
+    // Configuration.
+
+    /// Replace the configuration (validated first; an invalid one changes nothing). Changes
+    /// apply to the next call; a lower capacity is governed at once. Paths, threads and
+    /// embedding settings keep their values until a reopen. The file is not written (see
+    /// [`Coral::config_set`] for that).
+    pub fn set_config(&self, config: Config) -> Result<()> {
+        let problems = config.validate();
+        if !problems.is_empty() {
+            return Err(Error::InvalidInput(problems.join("; ")));
+        }
+        // A Rust caller that sets a configuration means it: its limits apply at once.
+        self.engine.apply_config(config, unix_now(), true)
+    }
+
+    /// The configuration in force (or one dotted key or section of it), API key masked.
+    pub fn config_get(&self, path: Option<&str>) -> Result<Value> {
+        get_in(&self.config(), path)
+    }
+
+    /// [`ConfigFile::set`] on this Coral's file, then in force at once; returns
+    /// `{key_path, old, new}` (secrets masked). For the operator (a Rust caller): every key but
+    /// the file locations, and whatever the new limits remove. Tools use
+    /// [`Coral::config_set_by_tool`].
+    pub fn config_set(&self, key_path: &str, value: Value) -> Result<Value> {
+        let edit = self.config_file()?.set(key_path, value)?;
+        self.put_in_force(edit.config, true)?;
+        Ok(edit.result)
+    }
+
+    /// [`ConfigFile::reset`] on this Coral's file, then in force at once; returns
+    /// `{reset, scope, changed}`. Never touches data.
+    pub fn config_reset(&self, key_path: Option<&str>) -> Result<Value> {
+        let edit = self.config_file()?.reset(key_path)?;
+        self.put_in_force(edit.config, true)?;
+        Ok(edit.result)
+    }
+
+    /// A tool's `coral_config_set`: only [`crate::TOOL_SETTABLE`] keys; a change that would
+    /// remove more than [`crate::bulk_limit`] memories at once is not made unless `confirm`,
+    /// and the answer is then the preview.
+    pub fn config_set_by_tool(
+        &self,
+        key_path: &str,
+        value: Value,
+        confirm: bool,
+    ) -> Result<ConfigChange> {
+        let key = key_path.trim();
+        if !tool_may_change(key) {
+            return Err(refuse_for_tools(key));
+        }
+        let file = self.config_file()?;
+        let planned = file.preview_set(key, value.clone())?;
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+            return Ok(ConfigChange::NeedsConfirmation(preview));
+        }
+        let edit = file.set(key, value)?;
+        self.put_in_force(edit.config, confirm)?;
+        Ok(ConfigChange::Done(edit.result))
+    }
+
+    /// A tool's `coral_config_reset`: only [`crate::TOOL_SETTABLE`] keys are reset (the others
+    /// of a section are listed as `kept`); guarded like [`Coral::config_set_by_tool`].
+    pub fn config_reset_by_tool(
+        &self,
+        key_path: Option<&str>,
+        confirm: bool,
+    ) -> Result<ConfigChange> {
+        let file = self.config_file()?;
+        let planned = file.reset_for_tool(key_path, false)?;
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+            return Ok(ConfigChange::NeedsConfirmation(preview));
+        }
+        let edit = file.reset_for_tool(key_path, true)?;
+        self.put_in_force(edit.config, confirm)?;
+        Ok(ConfigChange::Done(edit.result))
+    }
+
+    fn config_file(&self) -> Result<ConfigFile> {
+        self.config_path().map(ConfigFile::new).ok_or_else(|| {
+            Error::InvalidInput(
+                "this Coral was opened without a config file; there is nothing to edit".into(),
+            )
+        })
+    }
+
+    fn put_in_force(&self, mut config: Config, confirmed: bool) -> Result<()> {
+        let current = self.config();
+        config.base_dir = current.base_dir.clone();
+        config.data_dir_override = current.data_dir_override.clone();
+        self.engine.apply_config(config, unix_now(), confirmed)
+    }
+
+    /// The preview of `planned` when it would remove in bulk and is not confirmed.
+    fn needs_confirmation(&self, planned: &Config, confirm: bool) -> Option<RemovalPreview> {
+        if confirm {
+            return None;
+        }
+        let current = self.config();
+        let mut planned = planned.clone();
+        planned.base_dir = current.base_dir.clone();
+        planned.data_dir_override = current.data_dir_override.clone();
+        let preview = self.engine.preview_change(&planned);
+        preview.in_bulk().then_some(preview)
+    }
+
+    // Threads.
+
+    /// The reasoning threads (docs/storage.md, "Threads"): a separate file and lock, never
+    /// part of the memory pool. The seven operations (`create`, `status`, `advance`,
+    /// `interrupt`, `archive`, `resume`, `link`) are the store's; their results serialise to
+    /// the `thread` / `threads` parts of the tool results.
+    pub fn threads(&self) -> &ThreadStore {
+        &self.threads
+    }
+}

@@ -1,0 +1,172 @@
+//! The one door every change to the memory store passes: [`Door`] owns the `coral_store::Store`
+//! (no other code can reach it mutably) and the indexes derived from the pool, and keeps them in
+//! step with every commit and with what other processes wrote.
+//!
+//! Derived state kept here: the BM25 index of `retrieval.mode = "rrf"` (`keyword_index.rs`)
+//! and the memo of hot and warm token sets behind the near-duplicate test (`token_sets.rs`).
+//! Reads go through [`Door::view`], a shared borrow of the store: its API changes nothing.
+
+use coral_store::{Closed, Record, Store, SyncOutcome, VectorMeta};
+
+use super::keyword_index::KeywordIndex;
+use super::token_sets::TokenSets;
+use crate::error::Result;
+
+/// The memory store behind its one commit door.
+pub(crate) struct Door {
+    store: Store,
+    /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
+    keywords: Option<KeywordIndex>,
+    /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
+    tokens: TokenSets,
+}
+
+impl Door {
+    /// The door of `store`; with `keywords`, the BM25 index is built now (rrf mode), so the
+    /// first search does not pay for it.
+    pub(crate) fn new(store: Store, keywords: bool) -> Door {
+        let keywords = keywords.then(|| KeywordIndex::build(store.pool()));
+        Door {
+            store,
+            keywords,
+            tokens: TokenSets::default(),
+        }
+    }
+
+    /// The store, read-only.
+    pub(crate) fn view(&self) -> &Store {
+        &self.store
+    }
+
+    /// Commit `records` (the store validates them all before writing any) and keep the derived
+    /// indexes in step: every put, touch, tier move, importance change, delete and archive of
+    /// this process passes here.
+    pub(crate) fn commit(&mut self, records: Vec<Record>) -> Result<()> {
+        // Touches, moves and importance changes leave an item's text and presence alone, which
+        // is all the keyword index holds.
+        let changed: Vec<String> = match self.keywords {
+            Some(_) => records
+                .iter()
+                .filter(|r| {
+                    !matches!(
+                        r,
+                        Record::Touch { .. } | Record::Importance { .. } | Record::Move { .. }
+                    )
+                })
+                .filter_map(|r| r.id().map(String::from))
+                .collect(),
+            None => Vec::new(),
+        };
+        for record in &records {
+            self.tokens.follow(record);
+        }
+        let result = self.store.commit(records);
+        // Also on failure: the sync looks at what the pool holds, whatever happened.
+        if let Some(keywords) = &mut self.keywords {
+            keywords.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
+        }
+        result?;
+        Ok(())
+    }
+
+    /// Take the data directory's write lock and apply what other processes wrote, keeping the
+    /// derived indexes in step.
+    pub(crate) fn acquire(&mut self) -> Result<SyncOutcome> {
+        let outcome = self.store.acquire()?;
+        match &outcome {
+            SyncOutcome::Applied(ids) => {
+                for id in ids {
+                    self.tokens.forget(id);
+                }
+                if let Some(keywords) = &mut self.keywords {
+                    keywords.sync_ids(self.store.pool(), ids.iter().map(String::as_str));
+                }
+            }
+            SyncOutcome::Reloaded => {
+                self.tokens.clear();
+                self.keywords = None;
+            }
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Release the write lock taken by [`Door::acquire`].
+    pub(crate) fn release(&mut self) {
+        self.store.release();
+    }
+
+    /// Set the vector of a row (derived data: re-embedding, filling in missing vectors). The
+    /// indexes hold no vectors.
+    pub(crate) fn set_vector(&mut self, row: u32, vector: &[f32]) -> bool {
+        self.store.set_vector(row, vector)
+    }
+
+    /// Record which embedder made the vectors (`coral_vectors.meta.json`).
+    pub(crate) fn set_vector_meta(&mut self, meta: &VectorMeta) -> Result<()> {
+        Ok(self.store.set_vector_meta(meta)?)
+    }
+
+    /// Rewrite the compatible files and start a fresh journal (no item changes).
+    pub(crate) fn checkpoint(&mut self) -> Result<()> {
+        Ok(self.store.checkpoint()?)
+    }
+
+    /// Trim the archive file to at most `max_bytes` (the archive is not searched or indexed).
+    pub(crate) fn trim_archive(&mut self, max_bytes: u64) -> Result<u64> {
+        Ok(self.store.trim_archive(max_bytes)?)
+    }
+
+    /// Checkpoint and release the data directory.
+    pub(crate) fn close(self) -> Result<Closed> {
+        Ok(self.store.close()?)
+    }
+
+    /// The keyword index, built or repaired first so that it matches the pool, with the store
+    /// it indexes.
+    pub(crate) fn keywords(&mut self) -> (&KeywordIndex, &Store) {
+        let pool = self.store.pool();
+        let keywords = self
+            .keywords
+            .get_or_insert_with(|| KeywordIndex::build(pool));
+        if !keywords.matches(pool) {
+            keywords.reconcile(pool);
+        }
+        (keywords, &self.store)
+    }
+
+    /// Forget the keyword index (weighted mode needs none; rrf mode builds it again).
+    pub(crate) fn drop_keywords(&mut self) {
+        self.keywords = None;
+    }
+
+    /// The hot or warm row most similar to `tokens` by set Jaccard, if at or above
+    /// `threshold`.
+    pub(crate) fn near_duplicate(&mut self, tokens: &[u64], threshold: f64) -> Option<u32> {
+        self.tokens
+            .near_duplicate(self.store.pool(), tokens, threshold)
+    }
+
+    /// Remember the token set of an item just put in the hot tier.
+    pub(crate) fn remember_tokens(&mut self, id: String, tokens: Vec<u64>) {
+        self.tokens.remember(id, tokens);
+    }
+
+    /// Drop remembered token sets of items no longer hot or warm, once there are many.
+    pub(crate) fn trim_tokens(&mut self) {
+        self.tokens.trim(self.store.pool());
+    }
+
+    /// The keyword index as it is, not repaired (tests check it was kept in step).
+    #[cfg(test)]
+    pub(crate) fn keyword_index(&self) -> Option<&KeywordIndex> {
+        self.keywords.as_ref()
+    }
+
+    /// A commit that skips the door's bookkeeping, as a bug would: tests check that the
+    /// keyword index notices and repairs itself.
+    #[cfg(test)]
+    pub(crate) fn commit_bypassing_indexes(&mut self, records: Vec<Record>) -> Result<()> {
+        Ok(self.store.commit(records)?)
+    }
+}

@@ -1,0 +1,72 @@
+//! The engine's counters (`Coral::stats`, all O(1)) and why nothing is being recorded.
+
+use super::Engine;
+use crate::governance::GovernanceStats;
+use crate::types::Stats;
+
+impl Engine {
+    /// The counters; `threads` is the thread store's count (the engine does not hold it).
+    pub(crate) fn stats(&self, threads: usize) -> Stats {
+        let engine = self.lock();
+        let config = self.config();
+        let store = engine.door.view();
+        let counts = store.counts();
+        let total = store.pool().len();
+        let reloader = self.config.reloader();
+        Stats {
+            hot: counts.hot,
+            warm: counts.warm,
+            cold: counts.cold,
+            total,
+            vectors: total - store.pool().missing_vectors().len() as usize,
+            threads,
+            capacity_threshold: config.memory.capacity_threshold,
+            embedder: self.embedder.name().to_string(),
+            dim: self.embedder.dim(),
+            embedder_note: self.embedder_note.clone(),
+            vectors_disabled: engine.vectors_disabled.clone(),
+            skipped_lines: store.skipped_lines(),
+            config_error: reloader.and_then(|r| r.error()),
+            restart_needed: reloader.map(|r| r.restart_needed()).unwrap_or_default(),
+            repairs: store.repairs().iter().map(ToString::to_string).collect(),
+            read_only: store.read_only().map(String::from),
+            unrecorded: engine.unrecorded.clone(),
+            checkpoint_error: store.checkpoint_error().map(String::from),
+            temp_files_removed: store.temp_files_removed().0,
+            temp_bytes_removed: store.temp_files_removed().1,
+            journal_bytes: store.journal_bytes(),
+            generation: store.generation(),
+            governance: GovernanceStats {
+                held: engine.guard.held().map(|h| {
+                    format!(
+                        "{}: would remove {} of {} memories ({}); {}",
+                        h.preview.changes.join(", "),
+                        h.preview.would_remove,
+                        h.preview.memories,
+                        h.preview
+                            .by_reason
+                            .iter()
+                            .map(|(r, n)| format!("{r} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        h.confirm
+                    )
+                }),
+                ..self.governance.snapshot()
+            },
+        }
+    }
+
+    /// Why nothing this process does is recorded, if so: the store is read-only, or the last
+    /// search could not record its hits (a full disk). Asks this process only: no lock on the
+    /// data directory.
+    pub(crate) fn unrecorded(&self) -> Option<String> {
+        let engine = self.peek();
+        engine
+            .door
+            .view()
+            .read_only()
+            .map(|r| format!("the store is read-only ({r}): nothing was recorded"))
+            .or_else(|| engine.unrecorded.clone())
+    }
+}

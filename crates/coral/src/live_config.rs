@@ -1,0 +1,75 @@
+//! The configuration in force: one snapshot, swapped whole when it changes (a call keeps the
+//! snapshot it loaded), and the watcher of the file it came from. Settings that need a restart
+//! keep their values until then.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
+use crate::reload::Reloader;
+
+/// The configuration in force and, when opened from a file, its watcher.
+pub(crate) struct LiveConfig {
+    current: ArcSwap<Config>,
+    reloader: Option<Reloader>,
+}
+
+impl LiveConfig {
+    /// `config` in force, watching no file.
+    pub(crate) fn new(config: Config) -> LiveConfig {
+        LiveConfig {
+            current: ArcSwap::from_pointee(config),
+            reloader: None,
+        }
+    }
+
+    /// Watch the file the configuration came from.
+    pub(crate) fn watch(&mut self, reloader: Reloader) {
+        self.reloader = Some(reloader);
+    }
+
+    /// The configuration in force.
+    pub(crate) fn load(&self) -> Arc<Config> {
+        self.current.load_full()
+    }
+
+    /// The file's watcher, when there is a file.
+    pub(crate) fn reloader(&self) -> Option<&Reloader> {
+        self.reloader.as_ref()
+    }
+
+    /// Put `config` in force, keeping the settings that need a restart (recorded for
+    /// `stats().restart_needed`), and return it.
+    pub(crate) fn swap(&self, mut config: Config) -> Arc<Config> {
+        let current = self.load();
+        let pending = restart_keys(&current, &config);
+        // Settings that need a restart stay as they are until then.
+        config.paths = current.paths.clone();
+        config.threads = current.threads.clone();
+        config.embedding = current.embedding.clone();
+        config.base_dir = current.base_dir.clone();
+        config.data_dir_override = current.data_dir_override.clone();
+        let config = Arc::new(config);
+        self.current.store(Arc::clone(&config));
+        if let Some(r) = &self.reloader {
+            r.set_restart_needed(pending);
+        }
+        config
+    }
+}
+
+/// Keys whose change needs a restart (or a re-embed), compared between two configs.
+fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.paths != new.paths {
+        out.push("paths".to_string());
+    }
+    if old.threads != new.threads {
+        out.push("threads.path".to_string());
+    }
+    if old.embedding != new.embedding {
+        out.push("embedding (needs coral reembed)".to_string());
+    }
+    out
+}
