@@ -152,7 +152,7 @@ mod tests {
             ("hash", Some(EmbedderChoice::Hash)),
             ("model", Some(EmbedderChoice::Model)),
             ("onnx", Some(EmbedderChoice::Model)),
-            ("sentence-transformers", Some(EmbedderChoice::Model)),
+            ("sentence-transformers", Some(EmbedderChoice::ModelOrHash)),
             ("bert", None),
         ] {
             assert_eq!(EmbedderChoice::parse(value), choice, "{value}");
