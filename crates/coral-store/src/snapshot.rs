@@ -1,0 +1,205 @@
+//! Reading what a directory's compatible files hold, without the journal: the tiers (the warm
+//! file's hot marks from `coral_item_meta.json`), duplicates merged, and the vectors when they
+//! are usable.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::files::{self, Skipped, StorePaths};
+use crate::item::{Item, Tier};
+use crate::npy;
+use crate::sums;
+
+/// What the compatible files of a directory hold (without the journal).
+pub struct Snapshot {
+    /// Live items with their tier, duplicates merged, in file order (hot, warm, cold).
+    pub items: Vec<(Tier, Item)>,
+    /// Vectors by id, from the `.npy` + index when they are usable.
+    pub vectors: HashMap<String, usize>,
+    /// The decoded vector matrix (rows referenced by `vectors`).
+    pub matrix: npy::Matrix,
+    /// Entries that did not parse, by tier, kept for rewrite.
+    pub skipped: [Vec<Skipped>; 3],
+    /// Everything worth telling the user about what was found.
+    pub notes: Vec<String>,
+}
+
+impl Snapshot {
+    /// Read the compatible files of a directory (Coral's or the original Python version's).
+    /// Vectors of another dim than `dim`, or an index that does not match the matrix, are
+    /// reported and treated as missing.
+    pub fn read(paths: &StorePaths, dim: usize) -> Result<Snapshot> {
+        let hot = files::read_item_array(&paths.hot)?;
+        let warm = files::read_item_array(&paths.warm)?;
+        let cold = files::read_item_lines(&paths.cold)?;
+        let mut notes = Vec::new();
+        let meta = match crate::item_meta::read(&paths.item_meta) {
+            Ok(meta) => meta.unwrap_or_default(),
+            Err(e) => {
+                notes.push(format!(
+                    "{e}; every memory is intact, but hot-tier marks and project tags are \
+                     not known (hot memories read as warm); the next checkpoint rewrites it"
+                ));
+                crate::ItemMeta::default()
+            }
+        };
+        let mut items: Vec<(Tier, Item)> = Vec::new();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut merged = [0usize; 3];
+        for (tier, loaded) in [(Tier::Hot, &hot), (Tier::Warm, &warm), (Tier::Cold, &cold)] {
+            for item in &loaded.items {
+                match seen.get(&item.item_id) {
+                    Some(&i) => {
+                        items[i].1.merge_duplicate(item);
+                        merged[tier.index()] += 1;
+                    }
+                    None => {
+                        seen.insert(item.item_id.clone(), items.len());
+                        let mut item = item.clone();
+                        meta.restore(&mut item);
+                        // The warm file holds the hot tier too; the sidecar says which.
+                        let tier = if tier == Tier::Warm && meta.hot.contains(&item.item_id) {
+                            Tier::Hot
+                        } else {
+                            tier
+                        };
+                        items.push((tier, item));
+                    }
+                }
+            }
+        }
+        for (tier, n) in Tier::ALL.iter().zip(merged) {
+            if n > 0 {
+                notes.push(format!(
+                    "merged {n} duplicate id(s) found in the {tier} tier"
+                ));
+            }
+        }
+        let skipped = [hot.skipped, warm.skipped, cold.skipped];
+        for s in skipped.iter().flatten() {
+            notes.push(format!(
+                "{} line {}: skipped ({}), kept in the file unchanged",
+                s.path.display(),
+                s.line,
+                s.reason
+            ));
+        }
+        let (matrix, vectors) = read_vectors(paths, dim, &seen, &mut notes);
+        Ok(Snapshot {
+            items,
+            vectors,
+            matrix,
+            skipped,
+            notes,
+        })
+    }
+}
+
+fn read_vectors(
+    paths: &StorePaths,
+    dim: usize,
+    live: &HashMap<String, usize>,
+    notes: &mut Vec<String>,
+) -> (npy::Matrix, HashMap<String, usize>) {
+    let none = (npy::Matrix::default(), HashMap::new());
+    let index = match files::read_index(&paths.index) {
+        Ok(Some(ids)) => ids,
+        Ok(None) => {
+            if paths.vectors.exists() {
+                notes.push(format!(
+                    "{} is missing: vectors will be recomputed",
+                    paths.index.display()
+                ));
+            }
+            return none;
+        }
+        Err(e) => {
+            notes.push(format!("{e}: vectors will be recomputed"));
+            return none;
+        }
+    };
+    let matrix = match npy::read(&paths.vectors) {
+        Ok(m) => m,
+        Err(e) => {
+            notes.push(format!("{e}: vectors will be recomputed"));
+            return none;
+        }
+    };
+    if matrix.rows != index.len() {
+        notes.push(format!(
+            "{} lists {} ids but {} holds {} rows: vectors will be recomputed",
+            paths.index.display(),
+            index.len(),
+            paths.vectors.display(),
+            matrix.rows
+        ));
+        return none;
+    }
+    if matrix.rows > 0 && matrix.cols != dim {
+        notes.push(format!(
+            "{} holds vectors of dim {} but the embedder produces dim {dim}: \
+             they were made by another model and will be recomputed",
+            paths.vectors.display(),
+            matrix.cols
+        ));
+        return none;
+    }
+    let sums = match sums::read(&paths.sums) {
+        sums::Read::Found(s) => Some(s),
+        sums::Read::Missing => None,
+        sums::Read::Damaged(why) => {
+            notes.push(format!(
+                "{why}: the vectors were not checked against it (it is rewritten at the next \
+                 checkpoint)"
+            ));
+            None
+        }
+    };
+    let mut by_id = HashMap::with_capacity(index.len());
+    let mut orphans = 0;
+    let mut non_finite = 0;
+    let mut mismatched = 0;
+    for (row, id) in index.into_iter().enumerate() {
+        if !live.contains_key(&id) {
+            orphans += 1;
+            continue;
+        }
+        let v = matrix.row(row);
+        if v.iter().any(|x| !x.is_finite()) {
+            // A NaN scores as nothing and sorts unpredictably: the memory would never be found.
+            non_finite += 1;
+            continue;
+        }
+        if sums
+            .as_ref()
+            .is_some_and(|s| s.check(&id, v) == sums::Check::Differs)
+        {
+            mismatched += 1;
+            continue;
+        }
+        by_id.insert(id, row);
+    }
+    if orphans > 0 {
+        notes.push(format!(
+            "{orphans} vector(s) in {} belong to no stored item and were dropped",
+            paths.vectors.display()
+        ));
+    }
+    if non_finite > 0 {
+        notes.push(format!(
+            "damaged vectors: {non_finite} row(s) of {} hold NaN or infinite values; those \
+             memories' vectors will be recomputed",
+            paths.vectors.display()
+        ));
+    }
+    if mismatched > 0 {
+        notes.push(format!(
+            "damaged vectors: {mismatched} row(s) of {} do not match the checksums in {} (ids \
+             swapped in {} or rows changed); those memories' vectors will be recomputed",
+            paths.vectors.display(),
+            paths.sums.display(),
+            paths.index.display()
+        ));
+    }
+    (matrix, by_id)
+}
