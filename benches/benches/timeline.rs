@@ -1,4 +1,4 @@
-//! The timeline's targets (SPEC 11, issues 8 and 9): `read_timeline` of ±2 turns around an
+//! The timeline's targets (docs/timeline.md): `read_timeline` of ±2 turns around an
 //! anchor in a 2,000-entry conversation (≤ 2 ms); settling a turn with 10 tool results (≤ 1 ms
 //! plus the SQLite commit), measured as `complete_turn` in memory (no commit cost) and on a WAL
 //! file with `synchronous = NORMAL` and `FULL`; and `retrieve_for_turn` over 2,000 raw entries

@@ -1,5 +1,5 @@
 //! `cargo xtask bench-embed`: speed of USE multilingual v3 (`use_bench.rs`) and of the ONNX
-//! embedder (SPEC 9.3, issue 6 targets).
+//! embedder (docs/embeddings.md, issue 6 targets).
 //!
 //! ONNX (with `--features onnx`, which the release re-run turns on):
 //! - one query at a time with 1 intra-op thread: p50 / p99 latency (target p50 ≤ 5 ms);

@@ -5,13 +5,13 @@
 //! - `clients`: `coral mcp` checked by the official Python MCP client and the MCP Inspector.
 //! - `deps`: check that the crate graph follows ARCHITECTURE.md (rules, HTTP client homes, and
 //!   the doc's crate list and graph against `cargo metadata`).
-//! - `stress-20k`: the 20,000-item stress run (SPEC 12), written to
+//! - `stress-20k`: the 20,000-item stress run, written to
 //!   `target/coral-bench/stress-20k.json`.
 //! - `stress-threads`: 300 threads × 20 advances in one process, then 3 OS processes × 30
-//!   advances on one thread (SPEC 12), written to `target/coral-bench/stress-threads.json`.
+//!   advances on one thread, written to `target/coral-bench/stress-threads.json`.
 //! - `bench-servers`: MCP stdio round trip and HTTP throughput at 2,000 items.
 //! - `bench`: the criterion benches (`cargo bench -p coral-benches`).
-//! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks (SPEC 12),
+//! - `scenarios`: the original's cross-project and 200-turn scenario benchmarks,
 //!   written to `target/coral-bench/scenarios.json`.
 //! - `fuzz`: run every cargo-fuzz target in `fuzz/` (`--seconds N`, default 60).
 //! - `eval`: retrieval quality on MADial-Bench zh and en and LoCoMo dev, for the memory pool

@@ -1,4 +1,4 @@
-//! `cargo xtask scenarios`: the original Coral's scenario benchmarks (SPEC 12), re-created from
+//! `cargo xtask scenarios`: the original Coral's scenario benchmarks, re-created from
 //! the corpus definitions in `../shared/upstream-data/coral_bench_corpora.json` (data only; the
 //! procedures below are ours). Writes `target/coral-bench/scenarios.json` and prints our figures
 //! next to the original's. Deterministic: fixed seed, explicit timestamps, the hash embedder
@@ -63,7 +63,7 @@
 //! `reopen_consistent`: `export()` before close equals `export()` after reopening the directory.
 //! Every item ever inserted must be live or in the archive.
 //!
-//! The third scenario of SPEC 12 (capacity vs precision vs disk) is not implemented: its corpus
+//! The original's third scenario (capacity vs precision vs disk) is not implemented: its corpus
 //! gives materialised texts for seed 7 only and no relevance judgements for its queries.
 
 mod cross_project;

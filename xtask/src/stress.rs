@@ -1,4 +1,4 @@
-//! `cargo xtask stress-20k`: SPEC 12's stress run, re-created from the original's benchmark.
+//! `cargo xtask stress-20k`: the 20,000-item stress run (README, "Speed"), re-created from the original's benchmark.
 //!
 //! Capacity 20,000; 20,000 generated inserts (the original's template and word list); integrity;
 //! 500 searches; 20 × stats; capacity lowered to 15,000 (governed at once) and 300 more inserts;

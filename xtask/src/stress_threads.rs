@@ -1,4 +1,4 @@
-//! `cargo xtask stress-threads`: SPEC 12's thread stress run.
+//! `cargo xtask stress-threads`: the thread stress run (README, "Speed").
 //!
 //! One process: 300 threads × 20 advances with interrupts, resumes, archives and parent links,
 //! every change journaled before it returns (docs/storage.md), timed with the final flush;

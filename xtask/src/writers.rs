@@ -1,5 +1,5 @@
 //! `cargo xtask bench-writers`: insert throughput of one `coral insert --stdin` process against
-//! two (and four) processes writing one data directory at once (SPEC 4.4, issue target:
+//! two (and four) processes writing one data directory at once (docs/storage.md, "Several processes on one directory"; issue target:
 //! two writers together ≥ 50 % of one writer's rate).
 
 use std::io::Write;

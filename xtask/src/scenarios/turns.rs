@@ -158,7 +158,7 @@ fn replay(script: &Script, dir: &Path, sim_threshold: f64) -> Result<Replay> {
     let mut config = config_in(dir);
     config.memory.capacity_threshold = CAPACITY;
     config.memory.sim_threshold_hot = sim_threshold;
-    // SPEC 6.3's automatic headroom, unless configured.
+    // the automatic governance headroom (docs/heat.md), unless configured.
     let headroom = match config.memory.governance_headroom {
         0 => (CAPACITY / 10).clamp(10, 200),
         h => h,
