@@ -61,6 +61,7 @@ pub fn run_group(
         check(&result, &q.text).with_context(|| group.name.clone())?;
         ranked.push(
             result
+                .into_payload()
                 .hits
                 .into_iter()
                 .map(|h| std::iter::once(h.memory_id).chain(h.also_matched).collect())
