@@ -101,6 +101,25 @@ pub fn stem(word: &str) -> Cow<'_, str> {
     w
 }
 
+/// Whether most of the letters of `text` are CJK (Chinese, Japanese, Korean): the language a
+/// model must know for its vectors of this text to mean anything.
+///
+/// ```
+/// assert!(coral_score::is_mostly_cjk("我最喜欢喝冰拿铁 latte"));
+/// assert!(!coral_score::is_mostly_cjk("I like 拿铁"));
+/// ```
+pub fn is_mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut other) = (0usize, 0usize);
+    for c in text.chars() {
+        if coral_base::is_cjk(c) {
+            cjk += 1;
+        } else if c.is_alphabetic() {
+            other += 1;
+        }
+    }
+    cjk > other
+}
+
 /// Calls `emit` with each term of [`search_terms`], in order.
 pub fn for_each_search_term(text: &str, mut emit: impl FnMut(&str)) {
     for_each_keyword_term(text, |term| emit(&stem(term)));

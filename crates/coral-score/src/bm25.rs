@@ -65,6 +65,25 @@ impl Bm25Query {
         self
     }
 
+    /// [`Bm25Query::add_text`] with the ranking's analysis: adds `weight` to each distinct
+    /// [`search_terms`](crate::search_terms) term of `text` (English words stemmed; nothing is
+    /// left out, so a name that is also a function word still counts).
+    ///
+    /// ```
+    /// let mut q = coral_score::Bm25Query::new();
+    /// q.add_search_text("Paintings", 3.0);
+    /// assert_eq!(q.terms(), [("paint".to_string(), 3.0)]);
+    /// ```
+    pub fn add_search_text(&mut self, text: &str, weight: f64) -> &mut Self {
+        let mut seen: HashSet<String> = HashSet::new();
+        crate::analysis::for_each_search_term(text, |term| {
+            if seen.insert(term.to_owned()) {
+                self.add_term(term, weight);
+            }
+        });
+        self
+    }
+
     /// Adds `weight` to one term, taken as it is (not normalised or split).
     pub fn add_term(&mut self, term: &str, weight: f64) -> &mut Self {
         match self.index.get(term) {
@@ -390,6 +409,52 @@ impl Bm25Index {
             score += weight * idf * term_weight(&list[d.terms[i].1 as usize], avg_len, params);
         }
         score
+    }
+
+    /// The share of the query's term weight document `doc` contains: `Σ w(t)·idf(t)` over the
+    /// query terms it has, divided by the same sum over the query's terms; 0 when the document
+    /// is absent or shares nothing; idf as in [`Bm25Index::scores`], over the index.
+    ///
+    /// Terms no document has count in the divisor only with `count_absent` (as if one document
+    /// in `N + 1` had them): a question's words are all part of what it asks, so a memory that
+    /// matches one word of five ("the user") is a partial match even if the other four are in
+    /// no memory; a conversation's lines are mostly chatter, whose words nobody wrote down.
+    ///
+    /// ```
+    /// use coral_score::{Bm25Index, Bm25Query};
+    /// let mut index = Bm25Index::new();
+    /// index.insert_text(0, "plane trees in the park");
+    /// index.insert_text(1, "flight to tokyo");
+    /// let q = Bm25Query::from_text("plane to tokyo japan");
+    /// let (c0, c1) = (index.coverage(&q, 0, false), index.coverage(&q, 1, false));
+    /// assert!(c1 > c0 && c0 > 0.0);
+    /// assert!((c0 + c1 - 1.0).abs() < 1e-12); // between them, every term the index has
+    /// assert!(index.coverage(&q, 1, true) < c1); // "japan" is in no document
+    /// ```
+    pub fn coverage(&self, query: &Bm25Query, doc: u32, count_absent: bool) -> f64 {
+        let Some(d) = self.docs.get(&doc) else {
+            return 0.0;
+        };
+        let n_docs = self.docs.len() as f64;
+        let (mut matched, mut total) = (0.0, 0.0);
+        for (term, weight) in query.terms() {
+            if *weight <= 0.0 || !weight.is_finite() {
+                continue;
+            }
+            let idf = |df: f64| (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            let Some(&id) = self.term_ids.get(term.as_str()) else {
+                if count_absent {
+                    total += weight * idf(0.0);
+                }
+                continue;
+            };
+            let mass = weight * idf(self.postings[id as usize].len() as f64);
+            total += mass;
+            if d.terms.binary_search_by_key(&id, |&(t, _)| t).is_ok() {
+                matched += mass;
+            }
+        }
+        if total > 0.0 { matched / total } else { 0.0 }
     }
 
     /// The best `k` documents with a positive score among those `accept` lets through, best

@@ -53,12 +53,13 @@ mod topk;
 mod weights;
 
 pub use analysis::{
-    content_lines, for_each_search_term, is_stop_term, search_query, search_terms, stem,
+    content_lines, for_each_search_term, is_mostly_cjk, is_stop_term, search_query, search_terms,
+    stem,
 };
 pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
-pub use fusion::{HybridWeights, Relevance, Spread, fuse_hybrid, with_neighbours};
+pub use fusion::{HybridParams, Relevance, Spread, fuse_hybrid, with_neighbours};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
