@@ -386,6 +386,7 @@ fn run(cli: &Cli) -> Result<u8, Failure> {
                     project: project.clone(),
                     min_score: None,
                     now,
+                    timezone: None,
                 },
             )?;
             if cli.json {

@@ -115,6 +115,8 @@ pub struct SearchOptions {
     pub min_score: Option<f64>,
     /// Score as of this time (default: the system clock).
     pub now: Option<f64>,
+    /// IANA zone of time-shaped queries ("yesterday"; default `timeline.timezone`).
+    pub timezone: Option<String>,
 }
 
 /// The parts of a hit's score.
@@ -126,7 +128,7 @@ pub struct Scores {
     pub jaccard: f64,
     /// Recency of the memory's creation.
     pub time: f64,
-    /// BM25 of the query's keywords in the memory; reported in `retrieval.mode = "rrf"` only.
+    /// BM25 of the query's keywords in the memory; reported in the hybrid and rrf modes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f64>,
 }
@@ -286,7 +288,7 @@ pub(crate) struct Engine {
     pub(crate) sync_error: Option<String>,
     /// Why the stored vectors must not be scored (another model made them), until a re-embed.
     pub(crate) vectors_disabled: Option<String>,
-    /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
+    /// BM25 index of the pool for the hybrid and rrf modes; `None` until a mode needs it.
     pub(crate) keywords: Option<crate::keyword_index::KeywordIndex>,
     /// Why the last search's hits could not be recorded (access counts), until one is.
     pub(crate) unrecorded: Option<String>,
@@ -454,8 +456,8 @@ impl Coral {
             ));
         }
         notices.extend(threads.repairs());
-        // Built now in rrf mode, so the first search does not pay for it.
-        let keywords = (config.retrieval.mode == "rrf")
+        // Built now unless in weighted mode, so the first search does not pay for it.
+        let keywords = (config.retrieval.mode != crate::RetrievalMode::Weighted)
             .then(|| crate::keyword_index::KeywordIndex::build(store.pool()));
         let timeline = crate::timeline::TimelineSlot::new(&config);
         let coral = Coral {

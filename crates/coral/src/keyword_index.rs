@@ -1,4 +1,5 @@
-//! The BM25 index of the memory pool, kept in step with the store (for `retrieval.mode = "rrf"`).
+//! The BM25 index of the memory pool, kept in step with the store (for `retrieval.mode =
+//! "hybrid"` and `"rrf"`), with the items in time order for neighbouring context.
 //!
 //! Pool rows move whenever an item is removed (the last row is swapped in), so the index keys
 //! documents by a slot of its own, assigned per item id and reused after removal. It follows
@@ -7,12 +8,13 @@
 //! check before each use (item count and the wrapping sum of the items' tie-break keys), which
 //! catches any path that bypassed the first two and rebuilds the difference.
 //!
-//! The index is built when a store opens in rrf mode, or at the first rrf search after the mode
+//! Documents are indexed under `coral_score::search_terms` (English words stemmed). The index
+//! is built when a store opens in hybrid or rrf mode, or at the first such search after the mode
 //! is switched on; in weighted mode it costs nothing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK};
+use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK, search_terms};
 use coral_store::{Pool, Record, tiebreak_key};
 use roaring::RoaringBitmap;
 
@@ -33,6 +35,14 @@ pub(crate) struct KeywordIndex {
     /// Times [`KeywordIndex::reconcile`] had to repair the index (0 unless a mutation path
     /// forgot [`Engine::commit`]; tests assert it stays 0).
     reconciled: u64,
+    /// Slots in creation-time order: (sortable timestamp, tie-break key, slot).
+    by_time: BTreeSet<(i64, u64, u32)>,
+}
+
+/// A timestamp as an integer that sorts like it (milliseconds; Unix times here are in
+/// 0..=`MAX_UNIX_TIME`).
+fn time_key(t: f64) -> i64 {
+    (t * 1000.0).round() as i64
 }
 
 #[derive(Debug)]
@@ -137,6 +147,60 @@ impl KeywordIndex {
             .collect()
     }
 
+    /// Every positive BM25 score among `allow` (all when `None`), by slot, in no particular
+    /// order ([`KeywordIndex::row_of`] maps a slot to its pool row).
+    pub(crate) fn scores(
+        &self,
+        pool: &Pool,
+        query: &Bm25Query,
+        allow: Option<&RoaringBitmap>,
+    ) -> Vec<(u32, f64)> {
+        self.index
+            .scores(query, Bm25Params::default())
+            .into_iter()
+            .filter(|&(slot, score)| {
+                score > 0.0
+                    && allow.is_none_or(|a| self.row_of(pool, slot).is_some_and(|r| a.contains(r)))
+            })
+            .collect()
+    }
+
+    /// The pool row of a slot's item.
+    pub(crate) fn row_of(&self, pool: &Pool, slot: u32) -> Option<u32> {
+        let doc = self.docs.get(slot as usize)?.as_ref()?;
+        pool.row(&doc.id)
+    }
+
+    /// The items created just before and just after a slot's, if within `gap` seconds of it.
+    pub(crate) fn neighbours(&self, slot: u32, gap: f64) -> [Option<u32>; 2] {
+        let Some(Some(doc)) = self.docs.get(slot as usize) else {
+            return [None, None];
+        };
+        let here = (time_key(doc.timestamp), doc.key, slot);
+        let gap = time_key(gap.max(0.0));
+        let near = |e: &&(i64, u64, u32)| (e.0 - here.0).abs() <= gap;
+        let before = self
+            .by_time
+            .range(..here)
+            .next_back()
+            .filter(near)
+            .map(|e| e.2);
+        let after = self
+            .by_time
+            .range((std::ops::Bound::Excluded(here), std::ops::Bound::Unbounded))
+            .next()
+            .filter(near)
+            .map(|e| e.2);
+        [before, after]
+    }
+
+    /// The share of the query's term weight one item matches (`Bm25Index::coverage`).
+    pub(crate) fn coverage(&self, query: &Bm25Query, id: &str, count_absent: bool) -> f64 {
+        self.slots
+            .get(id)
+            .map_or(0.0, |&slot| self.index.coverage(query, slot, count_absent))
+    }
+
     /// The BM25 score of one item (0 when it is not indexed or shares no term).
     pub(crate) fn score(&self, query: &Bm25Query, id: &str) -> f64 {
         self.slots.get(id).map_or(0.0, |&slot| {
@@ -167,8 +231,9 @@ impl KeywordIndex {
                 (self.docs.len() - 1) as u32
             }
         };
-        self.index.insert_text(slot, &item.content);
+        self.index.insert(slot, search_terms(&item.content));
         let key = tiebreak_key(&item.item_id);
+        self.by_time.insert((time_key(item.timestamp), key, slot));
         self.key_sum = self.key_sum.wrapping_add(key);
         self.slots.insert(item.item_id.clone(), slot);
         self.docs[slot as usize] = Some(SlotDoc {
@@ -183,6 +248,8 @@ impl KeywordIndex {
             self.index.remove(slot);
             if let Some(doc) = self.docs[slot as usize].take() {
                 self.key_sum = self.key_sum.wrapping_sub(doc.key);
+                self.by_time
+                    .remove(&(time_key(doc.timestamp), doc.key, slot));
             }
             self.free.push(slot);
         }
@@ -245,7 +312,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{Config, Coral, HashEmbedder, InsertOptions, SearchOptions};
+    use crate::{Config, Coral, HashEmbedder, InsertOptions, RetrievalMode, SearchOptions};
 
     const NOW: f64 = 1_775_822_400.0;
     const DAY: f64 = 86_400.0;
@@ -256,7 +323,7 @@ mod tests {
             ..Config::default()
         };
         config.storage.sync = "never".into();
-        config.retrieval.mode = mode.into();
+        config.retrieval.mode = mode.parse().unwrap();
         // Distinct test texts share words; keep them apart.
         config.memory.sim_threshold_hot = 0.99;
         config
@@ -443,12 +510,12 @@ mod tests {
         insert(&coral, "用户喜欢喝冰镇拿铁咖啡", 1.0);
         assert!(coral.lock_raw().keywords.is_none());
         let mut rrf = coral.config().as_ref().clone();
-        rrf.retrieval.mode = "rrf".into();
+        rrf.retrieval.mode = RetrievalMode::Rrf;
         coral.set_config(rrf).unwrap();
         assert_eq!(search(&coral, "拿铁", 1).len(), 1);
         assert_fresh(&coral);
         let mut weighted = coral.config().as_ref().clone();
-        weighted.retrieval.mode = "weighted".into();
+        weighted.retrieval.mode = RetrievalMode::Weighted;
         coral.set_config(weighted).unwrap();
         search(&coral, "拿铁", 1);
         assert!(coral.lock_raw().keywords.is_none());

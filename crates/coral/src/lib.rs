@@ -33,7 +33,9 @@ mod models;
 mod reembed;
 mod reload;
 mod report;
+mod retrieval;
 mod search;
+mod search_hybrid;
 mod search_rrf;
 mod set_paths;
 mod threads;
@@ -41,9 +43,9 @@ pub mod timeline;
 
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::{
-    Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
-    RetrievalWeights, RrfWeights, StorageConfig, ThreadsConfig,
+    Config, EmbeddingConfig, HeatConfig, HeatWeightsConfig, HybridConfig, LlmConfig, Loaded,
+    MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig,
+    RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig, ThreadsConfig,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
