@@ -37,9 +37,9 @@ impl TimeWindow {
         t >= self.start && t < self.end
     }
 
-    /// How well `t` fits: 1 inside the window, and outside `exp(−distance / length)`, so a
-    /// memory one window-length away counts 0.37 and the edges are soft ("yesterday" still
-    /// leans towards late the day before).
+    /// How well `t` fits: 1 inside the window, and outside `exp(−distance / scale)` with the
+    /// scale the window's length but at most a day, so the edges are soft ("yesterday" still
+    /// leans towards late the day before) without "last week" reaching far into this one.
     ///
     /// ```
     /// use coral_score::TimeWindow;
@@ -47,12 +47,14 @@ impl TimeWindow {
     /// assert_eq!(w.preference(150.0), 1.0);
     /// assert!((w.preference(300.0) - (-1.0f64).exp()).abs() < 1e-12);
     /// assert!(w.preference(0.0) < w.preference(50.0));
+    /// let week = TimeWindow { start: 0.0, end: 7.0 * 86_400.0, phrase: "last week".into() };
+    /// assert!((week.preference(9.0 * 86_400.0) - (-2.0f64).exp()).abs() < 1e-12);
     /// ```
     pub fn preference(&self, t: f64) -> f64 {
         if self.contains(t) {
             return 1.0;
         }
-        let length = (self.end - self.start).max(1.0);
+        let scale = (self.end - self.start).clamp(1.0, 86_400.0);
         let distance = if t < self.start {
             self.start - t
         } else {
@@ -61,7 +63,7 @@ impl TimeWindow {
         if distance.is_nan() {
             0.0
         } else {
-            (-distance / length).exp()
+            (-distance / scale).exp()
         }
     }
 }
