@@ -172,22 +172,27 @@ impl KeywordIndex {
     }
 
     /// The items created just before and just after a slot's, if within `gap` seconds of it.
+    /// Items created at the same moment are not each other's neighbours: their order is not
+    /// known (a pool keeps no insertion order), and a batch imported with dates only
+    /// (MADial's memories, all at midnight) is no conversation. (Measured on MADial zh,
+    /// recall@5: 56.5 with same-moment neighbours, 56.1 without, hash vectors; 63.3 and 63.2
+    /// with USE: noise either way, so the rule follows what is known.)
     pub(crate) fn neighbours(&self, slot: u32, gap: f64) -> [Option<u32>; 2] {
         let Some(Some(doc)) = self.docs.get(slot as usize) else {
             return [None, None];
         };
-        let here = (time_key(doc.timestamp), doc.key, slot);
+        let here = time_key(doc.timestamp);
         let gap = time_key(gap.max(0.0));
-        let near = |e: &&(i64, u64, u32)| (e.0 - here.0).abs() <= gap;
+        let near = |e: &&(i64, u64, u32)| (e.0 - here).abs() <= gap;
         let before = self
             .by_time
-            .range(..here)
+            .range(..(here, 0, 0))
             .next_back()
             .filter(near)
             .map(|e| e.2);
         let after = self
             .by_time
-            .range((std::ops::Bound::Excluded(here), std::ops::Bound::Unbounded))
+            .range((here.saturating_add(1), 0, 0)..)
             .next()
             .filter(near)
             .map(|e| e.2);
