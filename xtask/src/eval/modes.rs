@@ -65,10 +65,11 @@ pub const VARIANTS: &[Mode] = &[
         },
     },
     Mode {
-        name: "hybrid-vector-0.5",
+        name: "hybrid-min-0.35",
         ranker: Ranker::Facade {
             base: "hybrid",
-            edit: Some(|c| c.retrieval.hybrid.vector = 0.5),
+            // The original's default config sets retrieval.min_score = 0.35.
+            edit: Some(|c| c.retrieval.min_score = 0.35),
         },
     },
     Mode {
