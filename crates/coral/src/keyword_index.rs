@@ -334,8 +334,15 @@ mod tests {
         config
     }
 
+    /// A store in `mode`; outside weighted mode its index is built at once (as the first
+    /// search would), so every later mutation must keep it in step.
     fn open(dir: &Path, mode: &str) -> Coral {
-        Coral::open_with(config(dir, mode), Arc::new(HashEmbedder::new(64).unwrap())).unwrap()
+        let coral =
+            Coral::open_with(config(dir, mode), Arc::new(HashEmbedder::new(64).unwrap())).unwrap();
+        if mode != "weighted" {
+            coral.lock_raw().ensure_keywords();
+        }
+        coral
     }
 
     fn insert(coral: &Coral, text: &str, age_days: f64) -> String {

@@ -74,7 +74,15 @@ impl Engine {
         // The spread of the scores as ranked (with their context), so that context does not
         // stand out against the bare scores' spread.
         let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
-        let bm25: Vec<(u32, f64)> = smoothed
+        // Fusion looks at the best 4 × depth only (the z-score follows the score): map just
+        // those to rows, not every item a common word matched.
+        let mut best = smoothed;
+        let keep = 4 * depth;
+        if best.len() > keep {
+            best.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            best.truncate(keep);
+        }
+        let bm25: Vec<(u32, f64)> = best
             .iter()
             .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
             .collect();
