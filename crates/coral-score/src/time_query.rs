@@ -121,7 +121,9 @@ struct Clock {
 impl Clock {
     fn new(now: f64, zone: Tz) -> Option<Clock> {
         let secs = now.floor();
-        if secs.abs() > 1e13 {
+        // Years 1970..=9999, with room on both sides for the spans reached from there (at
+        // most a few hundred years back, a week ahead), so no date arithmetic can overflow.
+        if !(0.0..=253_402_300_799.0).contains(&secs) {
             return None;
         }
         let utc = chrono::DateTime::from_timestamp(secs as i64, 0)?;
@@ -543,6 +545,9 @@ fn chinese_part(rest: &str) -> Option<(&'static str, (u32, u32))> {
 /// A Chinese or Arabic number 1–99 at the start of `s`: (value, bytes used).
 fn chinese_number(s: &str) -> Option<(i64, usize)> {
     let digits: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+    if digits.len() > 6 {
+        return None;
+    }
     if !digits.is_empty() {
         return digits.parse().ok().map(|n| (n, digits.len()));
     }
@@ -696,6 +701,10 @@ fn chinese_at(rest: &str, clock: &Clock, today: NaiveDate) -> Option<(Span, usiz
         }
     }
     let (n, used) = chinese_number(rest)?;
+    // Counts and dates past this are not times anyone asks about (and keep spans in range).
+    if !(1..=9_999).contains(&n) {
+        return None;
+    }
     let tail = &rest[used..];
     // N天前, N周前, N个星期前, N个月前, N年前.
     let units = [
@@ -997,6 +1006,9 @@ mod tests {
             "上海的天气",
             "a day at the beach",
             "",
+            "99999999999999999999天前",
+            "5000000年前",
+            "9999 days ago",
         ] {
             assert_eq!(time_window(q, NOW, zone()), None, "{q:?}");
         }
@@ -1014,6 +1026,20 @@ mod tests {
             "2026-04-15 00",
         );
         check("上周还是昨天", "上周", "2026-04-06 00", "2026-04-13 00");
+    }
+
+    proptest::proptest! {
+        /// Any text at any clock: a window that starts before it ends, or none; no panic.
+        #[test]
+        fn any_text_gives_a_sane_window_or_none(
+            text in "(yesterday|last|ago|days|week|3|2023|june|on|friday|前天|上周|昨天|年|月|日|号|天前|个|十|两|9|\\PC){0,8}",
+            now in -1e12f64..3e11,
+        ) {
+            if let Some(w) = time_window(&text, now, zone()) {
+                proptest::prop_assert!(w.start < w.end, "{w:?}");
+                proptest::prop_assert!(w.start.is_finite() && w.end.is_finite());
+            }
+        }
     }
 
     #[test]
