@@ -606,8 +606,12 @@ fn chinese(text: &str, clock: &Clock) -> Vec<Found> {
     let today = clock.today();
     let mut out = Vec::new();
     let mut next = 0;
-    for (i, _) in text.char_indices() {
-        if i < next {
+    let mut previous = ' ';
+    for (i, c) in text.char_indices() {
+        // A number starts at its first digit.
+        let inside_number = c.is_ascii_digit() && previous.is_ascii_digit();
+        previous = c;
+        if i < next || inside_number {
             continue;
         }
         let rest = &text[i..];
