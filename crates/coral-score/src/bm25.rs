@@ -432,29 +432,44 @@ impl Bm25Index {
     /// assert!(index.coverage(&q, 1, true) < c1); // "japan" is in no document
     /// ```
     pub fn coverage(&self, query: &Bm25Query, doc: u32, count_absent: bool) -> f64 {
-        let Some(d) = self.docs.get(&doc) else {
-            return 0.0;
-        };
+        self.coverage_of(query, count_absent)(doc)
+    }
+
+    /// [`Bm25Index::coverage`] for many documents: the query's terms are looked up once, and
+    /// the function returned costs a binary search per term and document.
+    pub fn coverage_of(&self, query: &Bm25Query, count_absent: bool) -> impl Fn(u32) -> f64 + '_ {
         let n_docs = self.docs.len() as f64;
-        let (mut matched, mut total) = (0.0, 0.0);
+        let idf = |df: f64| (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+        let mut total = 0.0;
+        let mut masses: Vec<(u32, f64)> = Vec::new();
         for (term, weight) in query.terms() {
             if *weight <= 0.0 || !weight.is_finite() {
                 continue;
             }
-            let idf = |df: f64| (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
-            let Some(&id) = self.term_ids.get(term.as_str()) else {
-                if count_absent {
-                    total += weight * idf(0.0);
+            match self.term_ids.get(term.as_str()) {
+                Some(&id) => {
+                    let mass = weight * idf(self.postings[id as usize].len() as f64);
+                    total += mass;
+                    masses.push((id, mass));
                 }
-                continue;
-            };
-            let mass = weight * idf(self.postings[id as usize].len() as f64);
-            total += mass;
-            if d.terms.binary_search_by_key(&id, |&(t, _)| t).is_ok() {
-                matched += mass;
+                None if count_absent => total += weight * idf(0.0),
+                None => {}
             }
         }
-        if total > 0.0 { matched / total } else { 0.0 }
+        move |doc| {
+            let Some(d) = self.docs.get(&doc) else {
+                return 0.0;
+            };
+            if total <= 0.0 {
+                return 0.0;
+            }
+            let matched: f64 = masses
+                .iter()
+                .filter(|(id, _)| d.terms.binary_search_by_key(id, |&(t, _)| t).is_ok())
+                .map(|(_, mass)| mass)
+                .sum();
+            matched / total
+        }
     }
 
     /// The best `k` documents with a positive score among those `accept` lets through, best

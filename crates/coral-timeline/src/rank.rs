@@ -2,8 +2,6 @@
 //! reciprocal-rank fusion, or the memory pool's hybrid fusion (`coral_score::fuse_hybrid`,
 //! neighbouring turns, a time-shaped query's window; docs/ranking.md).
 
-use std::collections::HashMap;
-
 use coral_score::{HybridParams, Spread, TimeWindow, fuse_hybrid, rrf, with_neighbours};
 
 use crate::index::{Doc, Layer};
@@ -71,9 +69,8 @@ pub(crate) fn fuse(fusion: &Fusion, r: &Rankings) -> Vec<(u32, f64)> {
         Fusion::Hybrid(p) => p,
     };
     let depth = DEPTH.max(r.limit);
-    let near = neighbours(r.docs, r.candidates, p.neighbour_gap);
     let words = with_neighbours(r.by_words, p.neighbours, 4 * depth, |d| {
-        near.get(&d).copied().unwrap_or([None, None])
+        neighbours(r.docs, r.candidates, d, p.neighbour_gap)
     });
     let spread = Spread::of(words.iter().map(|h| h.1), r.candidates.len() as u64);
     let mut fused: Vec<(u32, f64)> = fuse_hybrid(
@@ -114,23 +111,35 @@ pub(crate) fn fuse(fusion: &Fusion, r: &Rankings) -> Vec<(u32, f64)> {
     scored
 }
 
-/// Each raw candidate's neighbours: the raw candidates just before and after it in the same
-/// conversation, when at most `gap` seconds apart.
-fn neighbours(docs: &[Doc], candidates: &[u32], gap: f64) -> HashMap<u32, [Option<u32>; 2]> {
-    let mut near: HashMap<u32, [Option<u32>; 2]> = HashMap::new();
-    let mut last: HashMap<&str, u32> = HashMap::new();
-    for &d in candidates {
-        let doc = &docs[d as usize];
-        if doc.layer != Layer::Raw {
-            continue;
-        }
-        near.entry(d).or_insert([None, None]);
-        if let Some(prev) = last.insert(doc.conversation_id.as_str(), d)
-            && (doc.start - docs[prev as usize].start).abs() <= gap
-        {
-            near.entry(d).or_insert([None, None])[0] = Some(prev);
-            near.entry(prev).or_insert([None, None])[1] = Some(d);
-        }
+/// A raw candidate's neighbours: the raw candidates just before and after it in the same
+/// conversation, when at most `gap` seconds apart. `candidates` is in document (write) order,
+/// so they are found by bisection and a short walk (at most [`NEIGHBOUR_WALK`] steps each way:
+/// other conversations' entries only interleave with `cross_conversation`).
+fn neighbours(docs: &[Doc], candidates: &[u32], d: u32, gap: f64) -> [Option<u32>; 2] {
+    let here = &docs[d as usize];
+    let Ok(i) = candidates.binary_search(&d) else {
+        return [None, None];
+    };
+    if here.layer != Layer::Raw {
+        return [None, None];
     }
-    near
+    let fits = |&c: &u32| {
+        let doc = &docs[c as usize];
+        doc.layer == Layer::Raw
+            && doc.conversation_id == here.conversation_id
+            && (doc.start - here.start).abs() <= gap
+    };
+    let before = candidates[..i]
+        .iter()
+        .rev()
+        .take(NEIGHBOUR_WALK)
+        .find(|c| fits(c));
+    let after = candidates[i + 1..]
+        .iter()
+        .take(NEIGHBOUR_WALK)
+        .find(|c| fits(c));
+    [before.copied(), after.copied()]
 }
+
+/// Candidates looked at on each side for a neighbour.
+const NEIGHBOUR_WALK: usize = 8;

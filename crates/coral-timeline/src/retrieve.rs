@@ -501,7 +501,7 @@ impl Timeline {
             by_vector.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
         let question = coral_score::content_lines(&req.query).nth(1).is_none();
-        let coverage = |d: u32| index.bm25.coverage(&query, d, question);
+        let coverage = index.bm25.coverage_of(&query, question);
         let fused = fuse(
             &req.fusion,
             &Rankings {

@@ -199,11 +199,20 @@ impl KeywordIndex {
         [before, after]
     }
 
-    /// The share of the query's term weight one item matches (`Bm25Index::coverage`).
-    pub(crate) fn coverage(&self, query: &Bm25Query, id: &str, count_absent: bool) -> f64 {
-        self.slots
-            .get(id)
-            .map_or(0.0, |&slot| self.index.coverage(query, slot, count_absent))
+    /// The share of the query's term weight an item matches (`Bm25Index::coverage_of`), by
+    /// pool row.
+    pub(crate) fn coverage_of<'a>(
+        &'a self,
+        pool: &'a Pool,
+        query: &Bm25Query,
+        count_absent: bool,
+    ) -> impl Fn(u32) -> f64 + 'a {
+        let share = self.index.coverage_of(query, count_absent);
+        move |row| {
+            self.slots
+                .get(&pool.item(row).item_id)
+                .map_or(0.0, |&slot| share(slot))
+        }
     }
 
     /// The BM25 score of one item (0 when it is not indexed or shares no term).

@@ -113,8 +113,8 @@ impl Engine {
             None => Default::default(),
         };
         let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
-        let coverage =
-            |row: u32| keywords.coverage(query.keywords, &pool.item(row).item_id, query.question);
+        let coverage = keywords.coverage_of(pool, query.keywords, query.question);
+
         let mut fused: Vec<(u32, f64)> = fuse_hybrid(
             &bm25,
             &bm25_spread,
