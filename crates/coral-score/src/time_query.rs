@@ -353,6 +353,8 @@ mod tests {
             "a day at the beach",
             "",
             "99999999999999999999天前",
+            // Parsed whole, this count of days is past chrono's range (it panicked).
+            "9999999999999天前",
             "5000000年前",
             "9999 days ago",
         ] {
