@@ -405,6 +405,7 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
                     project: project.clone(),
                     min_score: None,
                     now,
+                    timezone: None,
                 },
             )?;
             if cli.json {

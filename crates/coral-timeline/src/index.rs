@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use coral_score::{Bm25Index, keyword_terms};
+use coral_score::{Bm25Index, search_terms};
 use rusqlite::{Transaction, params};
 
 use crate::entry::Origin;
@@ -102,9 +102,9 @@ impl HardKeyIndex {
             let pk: i64 = r.get(0)?;
             let tool: Option<String> = r.get(6)?;
             let text: String = r.get(7)?;
-            let mut terms = keyword_terms(&text);
+            let mut terms = search_terms(&text);
             if let Some(tool) = &tool {
-                terms.extend(keyword_terms(tool));
+                terms.extend(search_terms(tool));
             }
             let ts: f64 = r.get(5)?;
             let id: String = r.get(2)?;
@@ -145,11 +145,11 @@ impl HardKeyIndex {
                 serde_json::from_str(&r.get::<_, String>(8)?).unwrap_or_default();
             let topics: Vec<String> =
                 serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default();
-            let mut terms = keyword_terms(&title);
-            terms.extend(keyword_terms(&body));
-            terms.extend(keyword_terms(&hint));
+            let mut terms = search_terms(&title);
+            terms.extend(search_terms(&body));
+            terms.extend(search_terms(&hint));
             for t in anchors.iter().chain(&topics) {
-                terms.extend(keyword_terms(t));
+                terms.extend(search_terms(t));
             }
             let (layer, kind) = match layer {
                 SummaryLayer::Semantic => (Layer::Semantic, "memory.semantic"),

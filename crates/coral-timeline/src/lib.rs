@@ -82,6 +82,7 @@ mod namespace;
 mod open;
 mod open_memory;
 mod owner;
+mod rank;
 mod raw_window;
 mod read;
 mod recovery;
@@ -127,6 +128,7 @@ pub use open_memory::{
     Detail, OpenRequest, OpenResult, Opened, OpenedMemory, OpenedSummary, SourcesPage, View,
 };
 pub use owner::Owner;
+pub use rank::{Fusion, RRF_K};
 pub use read::{
     DEFAULT_ANCHOR_TURNS, EntryView, MAX_ANCHOR_TURNS, Projection, ReadRequest, ReadResult,
     TimeRange, TimelinePage, UnitView,
@@ -135,8 +137,8 @@ pub use recovery::Recovered;
 pub use repair::Repair;
 pub use reply::{ReadStatus, Reply, with_ok};
 pub use retrieve::{
-    ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_EMBED_PER_CALL, MAX_LIMIT, RRF_K, RetrieveHit,
-    RetrieveRequest, RetrieveResult, Retrieved, TextEmbedder,
+    ANCHOR_WEIGHT, DEFAULT_LIMIT, MAX_EMBED_PER_CALL, MAX_LIMIT, RetrieveHit, RetrieveRequest,
+    RetrieveResult, Retrieved, TextEmbedder,
 };
 pub use retrieve_filter::TimeHint;
 pub use schema::SCHEMA_VERSION;

@@ -40,9 +40,9 @@ pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, res
 pub use config::THREADS_FILE;
 pub use config::{
     Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
-    LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig,
-    RetrievalConfig, RetrievalWeights, RrfWeights, StorageConfig, SyncMode, ThreadsConfig,
-    llm_settings,
+    HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES,
+    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
+    SyncMode, ThreadsConfig, llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,

@@ -70,10 +70,10 @@ impl SummaryLlm for LlmSummaries {
 pub use coral_timeline::{
     BeginTurn, BrowseCard, BrowsePage, BrowseRequest, BrowseResult, Classification, Closed,
     CompactReport, CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
-    Error as TimelineError, ExchangeRefs, History, HistoryFormat, HistoryTokens, KeywordMatch,
-    LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, Opened, OpenedMemory,
-    OpenedSummary, Origin, Period, Policy, Problem as TimelineProblem, Projection, ReadRequest,
-    ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, Reply, RetrieveHit,
+    Error as TimelineError, ExchangeRefs, Fusion, History, HistoryFormat, HistoryTokens,
+    KeywordMatch, LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, Opened,
+    OpenedMemory, OpenedSummary, Origin, Period, Policy, Problem as TimelineProblem, Projection,
+    ReadRequest, ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, Reply, RetrieveHit,
     RetrieveRequest, RetrieveResult, Retrieved, SettledResult, SettlementReport, SummaryCard,
     SummaryLayer, SummaryLlm, TextEmbedder, TimeHint, TimeRange, TimelinePage, ToolExchange,
     TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View, parse_zone,
@@ -114,14 +114,31 @@ impl Coral {
         self.timeline.check()
     }
 
-    /// `retrieve_for_turn` with this engine's embedder ranking by vector too.
+    /// `retrieve_for_turn` with this engine's embedder ranking by vector too, fused as
+    /// `retrieval.mode` says: `"hybrid"` with `retrieval.hybrid`'s weights for this embedder
+    /// and query (the request's own fusion is replaced), the other modes by MemCore's RRF.
     pub fn timeline_retrieve(
         &self,
         ns: &Namespace,
         req: &RetrieveRequest,
     ) -> Result<RetrieveResult, TimelineError> {
         let timeline = self.timeline()?;
-        Ok(timeline.retrieve_for_turn(ns, req, Some(&EngineEmbedder(self.embedder()))))
+        let config = self.config();
+        let embedder = self.embedder();
+        let fusion = match config.retrieval.mode {
+            crate::RetrievalMode::Hybrid => coral_timeline::Fusion::Hybrid(
+                config
+                    .retrieval
+                    .hybrid
+                    .params_for(embedder.name(), &req.query),
+            ),
+            _ => coral_timeline::Fusion::Rrf,
+        };
+        let req = RetrieveRequest {
+            fusion,
+            ..req.clone()
+        };
+        Ok(timeline.retrieve_for_turn(ns, &req, Some(&EngineEmbedder(embedder))))
     }
 
     /// Summarise what is due in `ns`'s conversation with the configured LLM (docs/timeline.md,

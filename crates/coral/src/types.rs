@@ -77,6 +77,8 @@ pub struct SearchOptions {
     pub min_score: Option<f64>,
     /// Score as of this time (default: the system clock).
     pub now: Option<f64>,
+    /// IANA zone of time-shaped queries ("yesterday"; default `timeline.timezone`).
+    pub timezone: Option<String>,
 }
 
 /// The parts of a hit's score.
@@ -88,7 +90,7 @@ pub struct Scores {
     pub jaccard: f64,
     /// Recency of the memory's creation.
     pub time: f64,
-    /// BM25 of the query's keywords in the memory; reported in `retrieval.mode = "rrf"` only.
+    /// BM25 of the query's keywords in the memory; reported in the hybrid and rrf modes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f64>,
 }

@@ -829,6 +829,9 @@ fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             .map_or(DEFAULT_PAGE_TOKENS, |n| n as u64),
         timezone: zone(coral, args),
         settings: coral.config().timeline.layer_settings(),
+        // `timeline_retrieve` sets the fusion from the config; a time-shaped query reads the
+        // system clock.
+        ..RetrieveRequest::default()
     };
     match coral.timeline_retrieve(&namespace(args), &request) {
         Ok(result) => Ok(with_ok(&result, result.status)),

@@ -9,6 +9,7 @@
 
 mod modes;
 mod paths;
+mod ranking;
 mod retrieval;
 mod sections;
 mod timeline;
@@ -22,7 +23,8 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};
-pub use retrieval::{RETRIEVAL_MODES, RetrievalConfig, RetrievalWeights, RrfWeights};
+pub use ranking::{HybridConfig, RETRIEVAL_MODES, RetrievalMode};
+pub use retrieval::{RetrievalConfig, RetrievalWeights, RrfWeights};
 pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
     PathsConfig, ReloadConfig, StorageConfig, ThreadsConfig,

@@ -2,7 +2,6 @@
 
 use super::Config;
 use super::modes::SyncMode;
-use super::retrieval::RETRIEVAL_MODES;
 
 impl Config {
     /// Every problem with the values, each naming its key and value.
@@ -85,14 +84,7 @@ impl Config {
                 ));
             }
         }
-        if !RETRIEVAL_MODES.contains(&r.mode.as_str()) {
-            let names: Vec<String> = RETRIEVAL_MODES.iter().map(|m| format!("{m:?}")).collect();
-            p.push(format!(
-                "retrieval.mode = {:?} must be {}",
-                r.mode,
-                names.join(" or ")
-            ));
-        }
+        p.extend(r.hybrid.problems());
         if SyncMode::parse(&s.sync).is_none() {
             p.push(format!(
                 "storage.sync = {:?} must be \"always\", \"interval\" or \"never\"",
@@ -180,7 +172,7 @@ mod tests {
         );
         check(
             r#"{"retrieval": {"mode": "magic"}}"#,
-            &["retrieval.mode", "magic", "\"rrf\""],
+            &["retrieval.mode", "magic", "\"rrf\"", "\"hybrid\""],
         );
         check(r#"{"memory": {"#, &["line 1"]);
         check("[1]", &["object"]);
