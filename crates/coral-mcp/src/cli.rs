@@ -22,8 +22,29 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the memory tools over MCP on stdio (what MCP clients launch).
-    Mcp,
+    /// Serve the memory tools over MCP on stdio (what MCP clients launch), or with --http over
+    /// Streamable HTTP at /mcp (remote clients, several apps sharing one server).
+    Mcp {
+        /// Serve over Streamable HTTP at /mcp instead of stdio.
+        #[arg(long)]
+        http: bool,
+        /// With --http: address to bind (anything but loopback requires a token).
+        #[arg(long, default_value = "127.0.0.1", requires = "http")]
+        host: std::net::IpAddr,
+        /// With --http: port (0 picks a free one; the bound address is printed as JSON).
+        #[arg(long, default_value_t = 8766, requires = "http")]
+        port: u16,
+        /// With --http: bearer token required on every request, at least 16 visible ASCII
+        /// characters (default: $CORAL_HTTP_TOKEN).
+        #[arg(long, requires = "http")]
+        token: Option<String>,
+        /// With --http: also answer requests whose Host header is this name; repeatable.
+        #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+        allowed_hosts: Vec<String>,
+        /// With --http: also serve browser pages from this origin; repeatable.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+        allowed_origins: Vec<String>,
+    },
     /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
     Http {
         /// Address to bind (anything but loopback requires a token).

@@ -211,7 +211,7 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
     Ok(())
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -40,6 +40,8 @@ macro_rules! errln {
 pub mod http;
 pub mod http_guard;
 pub mod mcp;
+pub mod mcp_http;
+pub mod mcp_surface;
 mod stdio_frames;
 mod stdio_transport;
 pub mod tools;

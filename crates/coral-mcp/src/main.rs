@@ -304,9 +304,22 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             out!("{}", plugin::plugin_js(url, token.as_deref()));
             Ok(0)
         }
-        Command::Mcp => {
+        Command::Mcp { http: false, .. } => {
             let coral = open(cli)?;
             mcp::serve(coral)?;
+            Ok(0)
+        }
+        Command::Mcp {
+            http: true,
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => {
+            let options = http_options(*host, *port, token, allowed_hosts, allowed_origins)?;
+            let coral = open(cli)?;
+            coral_mcp::mcp_http::serve(coral, options)?;
             Ok(0)
         }
         Command::Http {
@@ -316,24 +329,7 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             allowed_hosts,
             allowed_origins,
         } => {
-            // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
-            let token = token
-                .clone()
-                .or_else(|| {
-                    std::env::var("CORAL_HTTP_TOKEN")
-                        .ok()
-                        .filter(|t| !t.is_empty())
-                })
-                .map(|t| http_guard::Token::new(&t))
-                .transpose()
-                .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
-            let options = http::HttpOptions {
-                host: *host,
-                port: *port,
-                guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
-                    .map_err(usage)?,
-            };
-            http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
+            let options = http_options(*host, *port, token, allowed_hosts, allowed_origins)?;
             let coral = open(cli)?;
             http::serve(coral, options)?;
             Ok(0)
@@ -892,4 +888,34 @@ fn print_report(r: &coral::Report) {
     ] {
         outln!("  {label:<8} {path}");
     }
+}
+
+/// The network options of `coral http` and `coral mcp --http`, checked: the token (or
+/// $CORAL_HTTP_TOKEN; empty counts as unset, an explicit --token must be valid), the allowed
+/// hosts and origins, and no non-loopback bind without a token.
+fn http_options(
+    host: std::net::IpAddr,
+    port: u16,
+    token: &Option<String>,
+    allowed_hosts: &[String],
+    allowed_origins: &[String],
+) -> Result<http::HttpOptions, Failure> {
+    let token = token
+        .clone()
+        .or_else(|| {
+            std::env::var("CORAL_HTTP_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty())
+        })
+        .map(|t| http_guard::Token::new(&t))
+        .transpose()
+        .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
+    let options = http::HttpOptions {
+        host,
+        port,
+        guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
+            .map_err(usage)?,
+    };
+    http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
+    Ok(options)
 }
