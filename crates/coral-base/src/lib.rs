@@ -2,8 +2,9 @@
 //! and CJK classes ([`normalize`], [`is_cjk`], [`fold_term`]), set Jaccard
 //! ([`set_jaccard_sorted`]), quoting text for a model ([`push_quoted`], [`one_line`]), bounded
 //! echoes of values in errors ([`echo`]), process liveness ([`liveness::check`]), I/O errors
-//! that name their file ([`IoContext`]), the names of JSON kinds ([`kind_name`]) and when journal
-//! appends reach the disk ([`SyncPolicy`], [`Syncer`]).
+//! that name their file ([`IoContext`]), the names of JSON kinds ([`kind_name`]), the journals'
+//! checksummed line frame ([`frame`]) and when journal appends reach the disk ([`SyncPolicy`],
+//! [`Syncer`]).
 //!
 //! It sits at the bottom of the crate graph: every other Coral crate may use it, it uses none.
 //!
@@ -19,6 +20,7 @@
 //! ```
 
 mod echo;
+pub mod frame;
 mod io;
 mod jaccard;
 mod json;
