@@ -32,7 +32,7 @@ mod text;
 
 pub use echo::{ECHO_CHARS, MAX_MESSAGE_BYTES, bound_message, echo, echo_json};
 pub use io::{IoContext, IoError};
-pub use jaccard::set_jaccard_sorted;
+pub use jaccard::{jaccard_ratio, set_jaccard_sorted};
 pub use json::kind_name;
 pub use liveness::Liveness;
 pub use quote::{is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted};
