@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Subcommand;
-use coral::Config;
 use serde_json::json;
 use sha1::Digest as _;
 
@@ -89,7 +88,7 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
                 print_json(&json!({"model": id, "path": snapshot}));
             } else {
                 outln!("fetched {id} into {}", snapshot.display());
-                if coral::hub_id(&config(cli)?.embedding.model_name) != id {
+                if coral::hub_id(&session::config_file(cli)?.embedding.model_name) != id {
                     outln!(
                         "to use it: set embedding.model_name to \"{id}\"{} in the config file",
                         coral::model_spec(&id)
@@ -101,7 +100,7 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         ModelCommand::List => {
-            let config = config(cli)?;
+            let config = session::config_file(cli)?;
             let statuses = coral::model_statuses(&config);
             if cli.json {
                 print_json(&json!({ "models": statuses }));
@@ -125,11 +124,6 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
             Ok(0)
         }
     }
-}
-
-fn config(cli: &Globals) -> Result<Config, Failure> {
-    let path = Config::resolve_path(cli.config.as_deref());
-    Ok(Config::load(&path)?.config)
 }
 
 /// `coral reembed`.

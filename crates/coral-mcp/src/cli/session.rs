@@ -8,6 +8,13 @@ use super::failure::Failure;
 use super::globals::Globals;
 use super::notice;
 
+/// The configuration as its file says, for commands that touch no data directory (models:
+/// `--data-dir` does not apply).
+pub(crate) fn config_file(cli: &Globals) -> Result<Config, Failure> {
+    let path = Config::resolve_path(cli.config.as_deref());
+    Ok(Config::load(&path)?.config)
+}
+
 /// The configuration with `--data-dir` applied, for commands that do not open the store.
 pub(crate) fn load_config(cli: &Globals) -> Result<Config, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());

