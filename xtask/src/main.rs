@@ -25,11 +25,13 @@
 //!   `../shared/upstream-data/`.
 
 mod architecture_doc;
+mod bench_texts;
 mod clients;
 mod deps;
 mod embed_bench;
 mod eval;
 mod fuzz;
+mod packages;
 mod scenarios;
 mod servers;
 mod stress;

@@ -16,12 +16,14 @@ use anyhow::{Context, Result, anyhow, bail};
 use coral::{USE_MODEL, USE_WHEEL};
 use serde_json::{Value, json};
 
-use crate::Failure;
-use crate::globals::Globals;
+use crate::cli::failure::Failure;
+use crate::cli::globals::Globals;
+use crate::cli::output::{print_json, progress_bar};
+use crate::cli::session::config_file;
 
 /// Install USE; `from` is a wheel already on disk.
 pub fn fetch_use(cli: &Globals, from: Option<&Path>) -> Result<u8, Failure> {
-    let config = super::config(cli)?;
+    let config = config_file(cli)?;
     let spec = coral::model_spec(USE_MODEL)
         .ok_or_else(|| anyhow!("{USE_MODEL} is not in the model table"))?;
     let dir = coral::model_search(&config)
@@ -42,7 +44,7 @@ pub fn fetch_use(cli: &Globals, from: Option<&Path>) -> Result<u8, Failure> {
         }
     }
     if cli.json {
-        crate::print_json(&json!({"model": USE_MODEL, "path": dir}));
+        print_json(&json!({"model": USE_MODEL, "path": dir}));
         return Ok(0);
     }
     if already && from.is_none() {
@@ -163,7 +165,7 @@ fn download(dir: &Path, show: bool) -> Result<PathBuf> {
             .truncate(!append)
             .open(&partial)
             .with_context(|| format!("opening {}", partial.display()))?;
-        let bar = super::progress_bar(
+        let bar = progress_bar(
             !show,
             size,
             "{msg} {bar:40} {bytes}/{total_bytes} {bytes_per_sec}",

@@ -1,11 +1,37 @@
-//! Command-line arguments: the command grammar (each command's own arguments live with the
-//! command, in `*_cmd.rs`; the options all of them take in `globals.rs`).
+//! The `coral` command line: the grammar (`Cli`, `Command`) and the dispatch of each command
+//! to the module of its group.
+//!
+//! One file per command group: a group with subcommands (`coral thread ...`) declares them in
+//! its own file (`ThreadCommand`) and exports `run`; top-level commands are declared here and
+//! handled by a function of their group's file. The options every command takes are in
+//! `globals.rs`; what every command shares: `failure.rs` (exit codes), `output.rs` (printing)
+//! and `session.rs` (opening and closing the memory).
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::globals::Globals;
+#[macro_use]
+mod output;
+
+mod backup;
+mod config;
+mod failure;
+mod globals;
+mod memory;
+mod model;
+mod notice;
+mod plugin;
+mod report;
+mod serve;
+mod session;
+mod stream;
+mod thread;
+mod time;
+mod timeline;
+
+pub(crate) use failure::{Failure, describe};
+use globals::Globals;
 
 /// Coral: heat-aware, persistent memory for LLM agents.
 #[derive(Debug, Parser)]
@@ -72,7 +98,7 @@ pub enum Command {
     Config {
         /// What to do with it.
         #[command(subcommand)]
-        command: crate::config_cmd::ConfigCommand,
+        command: config::ConfigCommand,
     },
     /// Health report: stats, disk, 14-day histogram, the memories closest to eviction, paths.
     Report,
@@ -180,7 +206,7 @@ pub enum Command {
     Model {
         /// What to do with models.
         #[command(subcommand)]
-        command: crate::model_cmd::ModelCommand,
+        command: model::ModelCommand,
     },
     /// Embed every memory again with the configured embedder (after changing models).
     Reembed,
@@ -188,12 +214,67 @@ pub enum Command {
     Thread {
         /// What to do with threads.
         #[command(subcommand)]
-        command: crate::thread_cmd::ThreadCommand,
+        command: thread::ThreadCommand,
     },
     /// The timeline a host records: its context, compaction, retrieval, catalogue and reads.
     Timeline {
         /// What to do with the timeline.
         #[command(subcommand)]
-        command: crate::timeline_cmd::TimelineCommand,
+        command: timeline::TimelineCommand,
     },
+}
+
+/// Run `command`; the exit code on success (a command may report a failure of its own as 1).
+pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
+    match command {
+        Command::Mcp { http: false, .. } => serve::mcp(cli),
+        Command::Mcp {
+            http: true,
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => serve::mcp_http(cli, *host, *port, token, allowed_hosts, allowed_origins),
+        Command::Http {
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+        } => serve::http(cli, *host, *port, token, allowed_hosts, allowed_origins),
+        Command::PluginJs { url, token } => serve::plugin_js(url, token),
+        Command::Config { command } => config::run(cli, command),
+        Command::Report => report::report(cli),
+        Command::Check => report::check(cli),
+        Command::Govern { confirm } => report::govern(cli, *confirm),
+        Command::Backup { dir } => backup::backup(cli, dir),
+        Command::Restore { dir } => backup::restore(cli, dir),
+        Command::Import { dir } => backup::import(cli, dir),
+        Command::Insert {
+            text,
+            importance,
+            project,
+            at,
+            stdin,
+            jsonl,
+        } => memory::insert(cli, text, *importance, project, at, *stdin, *jsonl),
+        Command::Search {
+            query,
+            top_k,
+            project,
+            now,
+            full,
+        } => memory::search(cli, query, *top_k, project, now, *full),
+        Command::Get { id } => memory::get(cli, id),
+        Command::Export => memory::export(cli),
+        Command::Stats => memory::stats(cli),
+        Command::Flush => memory::flush(cli),
+        Command::Delete { id } => memory::delete(cli, id),
+        Command::Mark { id, importance } => memory::mark(cli, id, *importance),
+        Command::Model { command } => model::run(cli, command),
+        Command::Reembed => model::reembed(cli),
+        Command::Thread { command } => thread::run(cli, command),
+        Command::Timeline { command } => timeline::run(cli, command),
+    }
 }

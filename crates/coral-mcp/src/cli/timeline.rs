@@ -13,8 +13,10 @@ use coral::Coral;
 use coral_mcp::tools::{CallTool, ToolError};
 use serde_json::{Map, Value, json};
 
-use crate::globals::Globals;
-use crate::{Failure, open, print_json, usage};
+use super::failure::{Failure, usage};
+use super::globals::Globals;
+use super::output::print_json;
+use super::session::{finish, open};
 
 /// Whose timeline, and in which zone.
 #[derive(Debug, Args)]
@@ -283,7 +285,7 @@ pub fn run(cli: &Globals, command: &TimelineCommand) -> Result<u8, Failure> {
             errln!("coral: note: timeline: {why}");
         }
     }
-    crate::finish(coral)?;
+    finish(coral)?;
     if text {
         outln!("{}", result["text"].as_str().unwrap_or_default().trim_end());
     } else {

@@ -5,6 +5,10 @@ use clap::Subcommand;
 use coral::{Config, ConfigFile};
 use serde_json::Value;
 
+use super::failure::Failure;
+use super::globals::Globals;
+use super::output::print_json;
+
 /// `coral config ...`
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -53,8 +57,21 @@ fn parse_value(text: &str) -> Value {
     }
 }
 
+/// `coral config ...`: run the command on the config file and print its answer (text as it
+/// is, an object as JSON).
+pub fn run(cli: &Globals, command: &ConfigCommand) -> Result<u8, Failure> {
+    let path = Config::resolve_path(cli.config.as_deref());
+    let value = apply(&path, command)?;
+    match (&value, cli.json) {
+        (Value::String(s), false) => outln!("{s}"),
+        (v, false) if !v.is_object() => outln!("{v}"),
+        (v, _) => print_json(v),
+    }
+    Ok(0)
+}
+
 /// Run a config command on the config file at `path` (created with defaults when missing).
-pub fn run(path: &std::path::Path, command: &ConfigCommand) -> coral::Result<Value> {
+fn apply(path: &std::path::Path, command: &ConfigCommand) -> coral::Result<Value> {
     // Creates the file with defaults when missing, and refuses a file that does not parse.
     Config::load(path)?;
     let file = ConfigFile::new(path);

@@ -10,8 +10,10 @@ use clap::Subcommand;
 use coral::{Config, StepView, ThreadStatusReport, ThreadStore, ThreadView};
 use serde_json::{Map, Value, json};
 
-use crate::globals::Globals;
-use crate::{Failure, print_json, usage};
+use super::failure::{Failure, usage};
+use super::globals::Globals;
+use super::output::print_json;
+use super::stream::ack_lines;
 
 /// `coral thread` subcommands.
 #[derive(Debug, Subcommand)]
@@ -255,7 +257,7 @@ fn advance_stream(
     done: Option<bool>,
     by: Option<&str>,
 ) -> Result<u8, Failure> {
-    let failures = crate::ack_lines(|text| {
+    let failures = ack_lines(|text| {
         let t = threads
             .advance(thread_id, text, done, by)
             .map_err(coral::Error::from)?;
