@@ -22,8 +22,13 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the memory tools over MCP on stdio (what MCP clients launch).
-    Mcp,
+    /// Serve the memory tools over MCP on stdio (what MCP clients launch), for one timeline
+    /// namespace (the default user unless told otherwise).
+    Mcp {
+        /// Which namespace, and what the client may do beyond reading.
+        #[command(flatten)]
+        scope: crate::serve_scope::ServeScope,
+    },
     /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
     Http {
         /// Address to bind (anything but loopback requires a token).
@@ -46,6 +51,9 @@ pub enum Command {
         /// always allowed, every other page is refused.
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
+        /// Which timeline namespace (the default user unless told otherwise).
+        #[command(flatten)]
+        scope: crate::serve_scope::ServeScope,
     },
     /// Read or change coral_config.json (no data-directory lock needed).
     Config {

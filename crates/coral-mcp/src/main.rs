@@ -37,6 +37,7 @@ mod globals;
 mod model_cmd;
 mod notice;
 mod plugin;
+mod serve_scope;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
@@ -304,9 +305,9 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             out!("{}", plugin::plugin_js(url, token.as_deref()));
             Ok(0)
         }
-        Command::Mcp => {
-            let coral = open(cli)?;
-            mcp::serve(coral)?;
+        Command::Mcp { scope } => {
+            let registry = scope.mcp_registry(&load_config(cli)?).map_err(usage)?;
+            mcp::serve_with(open(cli)?, registry)?;
             Ok(0)
         }
         Command::Http {
@@ -315,6 +316,7 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             token,
             allowed_hosts,
             allowed_origins,
+            scope,
         } => {
             // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
             let token = token
@@ -334,8 +336,10 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
                     .map_err(usage)?,
             };
             http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
-            let coral = open(cli)?;
-            http::serve(coral, options)?;
+            let registry = scope
+                .http_registry(&load_config(cli)?, options.guard.has_token())
+                .map_err(usage)?;
+            http::serve_with(open(cli)?, options, registry)?;
             Ok(0)
         }
         Command::Insert {

@@ -189,7 +189,8 @@ impl Timeline {
     /// Open one entry by id (`memory_id` is its source id). Never fails: problems come back
     /// as a status with a message.
     pub fn open_memory(&self, ns: &Namespace, memory_id: &str, req: &OpenRequest) -> OpenResult {
-        Reply::or_failed(self.try_open(ns, memory_id, req), None)
+        let zone_name = req.timezone.as_deref().unwrap_or("UTC");
+        Reply::or_failed(self.try_open(ns, memory_id, req), Some(zone_name))
     }
 
     fn try_open(
@@ -201,13 +202,14 @@ impl Timeline {
         ns.validate()
             .and_then(|_| check_id("memory_id", memory_id))
             .map_err(|e| Failure::Invalid(e.to_string()))?;
-        let (zone, _) = zone_of(req.timezone.as_deref())?;
+        let (zone, zone_name) = zone_of(req.timezone.as_deref())?;
+        let zone_name = Some(zone_name.as_str());
         if let Some(summary) = self.open_summary(ns, memory_id, req, zone)? {
             let opened = Opened {
                 memory: None,
                 summary: Some(summary),
             };
-            return Ok(Reply::new(ReadStatus::Ok, None, None, opened));
+            return Ok(Reply::new(ReadStatus::Ok, None, zone_name, opened));
         }
         if req.view == View::Sources {
             return Err(Failure::Invalid(format!(
@@ -238,17 +240,17 @@ impl Timeline {
                     "this namespace"
                 }
             );
-            return Ok(Reply::failed(ReadStatus::Empty, message, None));
+            return Ok(Reply::failed(ReadStatus::Empty, message, zone_name));
         };
         let folded = row.folded();
         let (card, preview, content) = match req.view {
-            View::Card if folded => (row.card.clone(), None, None),
+            View::Card if folded => (Some(row.visible_text_in(zone).into_owned()), None, None),
             View::Card => (None, Some(preview(&row.text)), None),
             View::Sources => (None, None, None),
             View::Content => {
                 let text = match req.detail {
                     Detail::Full => row.text.clone(),
-                    Detail::Compact => row.visible_text().to_string(),
+                    Detail::Compact => row.visible_text_in(zone).into_owned(),
                 };
                 (None, None, Some(text))
             }
@@ -284,7 +286,7 @@ impl Timeline {
             memory: Some(memory),
             summary: None,
         };
-        Ok(Reply::new(ReadStatus::Ok, None, None, opened))
+        Ok(Reply::new(ReadStatus::Ok, None, zone_name, opened))
     }
 
     /// `open_memory` on a summary id, if it is one in scope (`None`: not a summary here).

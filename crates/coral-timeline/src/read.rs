@@ -608,7 +608,7 @@ pub(crate) fn unit_view_of(
                 status: r.status.clone(),
                 folded,
                 text: if folded {
-                    r.visible_text().to_string()
+                    r.visible_text_in(zone).into_owned()
                 } else {
                     r.text.clone()
                 },

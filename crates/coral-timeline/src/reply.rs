@@ -42,8 +42,7 @@ pub struct Reply<T> {
     /// What went wrong or what to do next, for statuses other than `ok`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The zone times are shown in (every read but `open_memory`, whose answer never named
-    /// one).
+    /// The zone every time of the reply is shown in, reload cards' `time:` lines included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
     /// What the tool returns.

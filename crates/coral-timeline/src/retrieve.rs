@@ -614,7 +614,7 @@ fn raw_hit(
     }
     let turn = unit_view_of(&rows, status, Projection::Conversation, zone, 0);
     let mut hit = blank_hit(d, zone);
-    hit.text = row.visible_text().to_string();
+    hit.text = row.visible_text_in(zone).into_owned();
     hit.turn = Some(turn);
     Ok(Some(hit))
 }

@@ -1,11 +1,14 @@
 //! One stored entry as the read paths see it (`Row`, its selects), the unanswered-call rule,
 //! and the lookups of a unit's rows, an entry by id and a turn's status.
 
+use std::borrow::Cow;
+
+use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 
 use crate::entry::{Origin, TurnRole};
 use crate::error::{Result, unknown_value};
-use crate::settle::Classification;
+use crate::settle::{Classification, card_in_zone};
 use crate::turn::TurnStatus;
 
 /// One stored entry, as the read paths see it.
@@ -103,6 +106,14 @@ impl Row {
         match (&self.card, self.folded()) {
             (Some(card), true) => card,
             _ => &self.text,
+        }
+    }
+
+    /// [`Row::visible_text`] with a card's time in `zone`: what a reply in `zone` shows.
+    pub(crate) fn visible_text_in(&self, zone: Tz) -> Cow<'_, str> {
+        match (&self.card, self.folded()) {
+            (Some(card), true) => card_in_zone(card, self.ts, zone),
+            _ => Cow::Borrowed(&self.text),
         }
     }
 

@@ -27,7 +27,7 @@ pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
     PathsConfig, ReloadConfig, StorageConfig, ThreadsConfig,
 };
-pub use timeline::TimelineConfig;
+pub use timeline::{PinConfig, PolicyConfig, TimelineConfig};
 
 /// The whole configuration (docs/configuration.md). Unknown keys are reported by
 /// [`Config::load`].

@@ -19,6 +19,46 @@ pub struct TimelineConfig {
     pub retrieval_limit: usize,
     /// IANA zone of dates and times when a call gives none.
     pub timezone: String,
+    /// The namespace servers serve when started without one (`timeline.pin.*`).
+    pub pin: PinConfig,
+    /// What the model's read tools may return, and whether MCP offers forgetting
+    /// (`timeline.policy.*`).
+    pub policy: PolicyConfig,
+}
+
+/// `timeline.policy.*`: the operator's dispatch policy for the model's read tools
+/// (docs/timeline.md, "Dispatch policy"). Read at each call; only the user changes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyConfig {
+    /// Kind prefixes of the raw entries the read tools may return (`message.`,
+    /// `tool.web_search.`); empty: every kind.
+    pub allowed_kind_prefixes: Vec<String>,
+    /// MemCore's explicit-trace rule: `retrieve_for_turn` returns tool calls, results and
+    /// events only when its `kind_patterns` name them.
+    pub explicit_trace: bool,
+    /// Offer `timeline_forget` to MCP clients (models) too.
+    pub forget_over_mcp: bool,
+}
+
+/// `timeline.pin.*`: the namespace `coral mcp` and `coral http` serve when their command line
+/// names none (docs/timeline.md, "Pinned namespaces"). An empty part is `"default"` (tenant,
+/// user, domain) or any conversation. Read when a server starts; only the user changes it
+/// (tools may not: it decides whose data a server hands out).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PinConfig {
+    /// Tenant served (empty: `"default"`).
+    pub tenant_id: String,
+    /// User served (empty: `"default"`).
+    pub user_id: String,
+    /// Domain served (empty: `"default"`).
+    pub domain_id: String,
+    /// The one conversation served (empty: any conversation of the user).
+    pub conversation_id: String,
+    /// Serve every namespace a call names instead of one: any caller may then read any user's
+    /// timeline (HTTP also needs a token).
+    pub any_namespace: bool,
 }
 
 impl Default for TimelineConfig {
@@ -27,6 +67,8 @@ impl Default for TimelineConfig {
             layers: LayerSettings::default(),
             retrieval_limit: coral_timeline::DEFAULT_LIMIT,
             timezone: "UTC".into(),
+            pin: PinConfig::default(),
+            policy: PolicyConfig::default(),
         }
     }
 }
@@ -64,7 +106,9 @@ mod tests {
                 "semantic_reinforcement_lookback",
                 "semantic_reinforcement_min_overlap",
                 "retrieval_limit",
-                "timezone"
+                "timezone",
+                "pin",
+                "policy"
             ]
         );
         let (c, w) = Config::from_json(
