@@ -41,6 +41,7 @@ mod serve_scope;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
+mod timeline_forget_cmd;
 
 use coral_mcp::{errln, http, http_guard, mcp};
 

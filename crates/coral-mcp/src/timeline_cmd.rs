@@ -18,7 +18,7 @@ use crate::{Failure, open, print_json, usage};
 
 /// Whose timeline, and in which zone.
 #[derive(Debug, Args)]
-pub struct Scope {
+pub(crate) struct Scope {
     /// The user (default "default").
     #[arg(long, value_name = "ID")]
     user: Option<String>,
@@ -120,6 +120,14 @@ pub enum TimelineCommand {
         #[command(flatten)]
         scope: Scope,
     },
+    /// Forget on purpose: an entry, a turn, a summary, or what a filter matches; the text
+    /// leaves the database file.
+    Forget(crate::timeline_forget_cmd::ForgetArgs),
+    /// The record of what was forgotten (never any text).
+    Forgotten {
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// Whole past turns by local date (and parts of the day) or around an entry.
     Read {
         /// First local day, YYYY-MM-DD.
@@ -143,7 +151,7 @@ pub enum TimelineCommand {
 }
 
 impl Scope {
-    fn args(&self) -> Map<String, Value> {
+    pub(crate) fn args(&self) -> Map<String, Value> {
         let mut m = Map::new();
         for (key, value) in [
             ("user_id", &self.user),
@@ -190,6 +198,12 @@ pub fn run(cli: &Globals, command: &TimelineCommand) -> Result<u8, Failure> {
     let (tool, args, text) = match command {
         TimelineCommand::Context { scope } => ("timeline_context", scope.args(), !cli.json),
         TimelineCommand::Compact { scope } => ("timeline_compact", scope.args(), false),
+        TimelineCommand::Forget(forget) => ("timeline_forget", forget.args(), false),
+        TimelineCommand::Forgotten { scope } => {
+            let mut m = scope.args();
+            m.remove("conversation_id");
+            ("timeline_forgotten", m, false)
+        }
         TimelineCommand::Retrieve {
             query,
             anchors,

@@ -115,6 +115,7 @@ impl Timeline {
                 tokens: 0,
                 pk: 0,
                 superseded_by: None,
+                stale: false,
                 title: draft.title,
                 hint: draft.hint,
                 body: draft.body,
@@ -209,6 +210,7 @@ impl Timeline {
                         tokens: 0,
                         pk: 0,
                         superseded_by: None,
+                        stale: false,
                     };
                     if let Some(old) = old {
                         claimed.push(&old.memory_id);

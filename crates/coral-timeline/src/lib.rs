@@ -73,6 +73,7 @@ mod context;
 mod cursor;
 mod entry;
 mod error;
+mod forget;
 mod history;
 mod index;
 mod insert;
@@ -82,6 +83,7 @@ mod namespace;
 mod open;
 mod open_memory;
 mod owner;
+mod purge;
 mod raw_window;
 mod read;
 mod recovery;
@@ -118,6 +120,10 @@ pub use entry::{
     tool_segment,
 };
 pub use error::{Error, Result};
+pub use forget::{
+    FORGOTTEN_CALL, FORGOTTEN_TEXT, ForgetFilter, ForgetRecord, ForgetReport, ForgetRequest,
+    ForgetTarget,
+};
 pub use history::{History, HistoryFormat, HistoryTokens};
 pub use layers::{CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLayer};
 pub use metrics::Metrics;

@@ -116,6 +116,9 @@ pub struct OpenedMemory {
     pub settlement: Option<String>,
     /// Whether the conversation shows its card instead of the body.
     pub folded: bool,
+    /// Its body was forgotten: what is shown is the tombstone.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forgotten: bool,
     /// The structured payload stored with the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
@@ -274,6 +277,7 @@ impl Timeline {
             result_hash: format!("sha256:{}", row.sha256),
             settlement: row.settlement.map(|c| c.as_str().to_string()),
             folded,
+            forgotten: row.forgotten,
             payload: row
                 .payload
                 .as_deref()

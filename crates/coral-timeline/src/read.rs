@@ -115,6 +115,9 @@ pub struct EntryView {
     pub status: Option<String>,
     /// True when `text` is the reload card, not the body.
     pub folded: bool,
+    /// True when the body was forgotten (`text` is the tombstone).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forgotten: bool,
     /// The text shown.
     pub text: String,
 }
@@ -607,6 +610,7 @@ pub(crate) fn unit_view_of(
                 tool_name: r.tool_name.clone(),
                 status: r.status.clone(),
                 folded,
+                forgotten: r.forgotten,
                 text: if folded {
                     r.visible_text_in(zone).into_owned()
                 } else {

@@ -293,11 +293,12 @@ impl Timeline {
                 .query_map(params![hk, conv, floor], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             units.extend(open_turns(tx, &hk, conv)?);
-            // Memories a newer one reinforced are history: the newer one answers.
+            // Memories a newer one reinforced are history: the newer one answers. Summaries made
+            // from something since forgotten are not found either.
             let replaced: HashSet<String> = tx
                 .prepare_cached(
                     "SELECT summary_id FROM summaries WHERE hard_key = ?1 \
-                     AND superseded_by IS NOT NULL",
+                     AND (superseded_by IS NOT NULL OR stale_at IS NOT NULL)",
                 )?
                 .query_map(params![hk], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;

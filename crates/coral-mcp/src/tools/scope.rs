@@ -193,13 +193,17 @@ mod tests {
         let read = tool("read_timeline");
         let filled = scope
             .apply(&read, &json!({"date_from": "2026-04-10"}))
-            .unwrap();
+            .unwrap()
+            .into_owned();
         assert_eq!(filled["user_id"], "alice");
         assert_eq!(filled["tenant_id"], "t");
         assert_eq!(filled["domain_id"], "d");
         // The conversation is free when not pinned.
         assert!(filled.get("conversation_id").is_none());
-        let same = scope.apply(&read, &json!({"user_id": "alice"})).unwrap();
+        let same = scope
+            .apply(&read, &json!({"user_id": "alice"}))
+            .unwrap()
+            .into_owned();
         assert_eq!(same["user_id"], "alice");
         for (part, value) in [("user_id", "bob"), ("tenant_id", "x"), ("domain_id", "y")] {
             let e = scope
@@ -219,7 +223,10 @@ mod tests {
     fn a_pinned_conversation_refuses_widening() {
         let scope = Scope::Pinned(Pin::new("default", "alice", "default", Some("c1")).unwrap());
         let open = tool("open_memory");
-        let filled = scope.apply(&open, &json!({"memory_id": "m"})).unwrap();
+        let filled = scope
+            .apply(&open, &json!({"memory_id": "m"}))
+            .unwrap()
+            .into_owned();
         assert_eq!(filled["conversation_id"], "c1");
         let e = scope
             .apply(

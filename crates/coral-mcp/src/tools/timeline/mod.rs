@@ -1,10 +1,12 @@
 //! The timeline tools (docs/timeline.md): the model's reads (`read_tools.rs`: MCP and HTTP) and
 //! the host's operations (HTTP only: a model never begins or completes its own turns):
-//! recording turns (`host_tools.rs`) and the memory layers (`layer_tools.rs`). The arguments
+//! recording turns (`host_tools.rs`), the memory layers (`layer_tools.rs`) and forgetting
+//! (`forget_tools.rs`). The arguments
 //! they share are `args.rs`, the shape of their answers `answer.rs`.
 
 mod answer;
 mod args;
+mod forget_tools;
 mod host_tools;
 mod layer_tools;
 mod read_tools;
@@ -16,7 +18,10 @@ pub(super) fn model_tools() -> &'static [crate::tools::ToolDef] {
 
 /// The host's tools, served over HTTP only.
 pub(super) fn host_tools() -> impl Iterator<Item = &'static crate::tools::ToolDef> {
-    layer_tools::TOOLS.iter().chain(host_tools::TOOLS)
+    layer_tools::TOOLS
+        .iter()
+        .chain(host_tools::TOOLS)
+        .chain(forget_tools::TOOLS)
 }
 
 #[cfg(test)]
