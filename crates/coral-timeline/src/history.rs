@@ -128,6 +128,29 @@ impl Timeline {
     }
 }
 
+/// The rows of `conv`'s open turns, in order, and their statuses: the part of a surface after
+/// the context.
+pub(crate) fn open_turn_rows(
+    tx: &rusqlite::Transaction<'_>,
+    hk: &str,
+    conv: &str,
+) -> Result<(Vec<Row>, HashMap<String, TurnStatus>)> {
+    let rows = tx
+        .prepare_cached(&format!(
+            "{ROW_SELECT} WHERE e.hard_key = ?1 AND e.conversation_id = ?2 AND e.unit_seq IN \
+             (SELECT unit_seq FROM turns WHERE hard_key = ?1 AND conversation_id = ?2 \
+             AND status = 'open') ORDER BY e.unit_seq, e.seq_no"
+        ))?
+        .query_map(params![hk, conv], Row::from_sql)?
+        .collect::<rusqlite::Result<Vec<Row>>>()?;
+    let statuses = rows
+        .iter()
+        .filter_map(|r| r.turn_id.clone())
+        .map(|t| (t, TurnStatus::Open))
+        .collect();
+    Ok((rows, statuses))
+}
+
 /// The messages of `rows` (whole units, in order); cards' times in `zone` when given.
 pub(crate) fn render(
     rows: &[Row],

@@ -83,9 +83,12 @@ mod namespace;
 mod open;
 mod open_memory;
 mod owner;
+mod policy;
+mod prompts;
 mod purge;
 mod raw_window;
 mod read;
+mod receipt;
 mod recovery;
 mod render;
 mod repair;
@@ -100,6 +103,7 @@ mod settlement;
 mod snapshot;
 mod summaries;
 mod summariser;
+mod surface;
 mod terms;
 mod timeline;
 mod turn;
@@ -133,10 +137,13 @@ pub use open_memory::{
     Detail, OpenRequest, OpenResult, Opened, OpenedMemory, OpenedSummary, SourcesPage, View,
 };
 pub use owner::Owner;
+pub use policy::{DispatchPolicy, WITHHELD_TEXT};
+pub use prompts::{MAX_NOTES_CHARS, MAX_PERSONA_CHARS, PromptOverrides};
 pub use read::{
     DEFAULT_ANCHOR_TURNS, EntryView, MAX_ANCHOR_TURNS, Projection, ReadRequest, ReadResult,
     TimeRange, TimelinePage, UnitView,
 };
+pub use receipt::{Anchors, MAX_RECEIPT_IDS, Receipt, with_receipt};
 pub use recovery::Recovered;
 pub use repair::Repair;
 pub use reply::{ReadStatus, Reply, with_ok};
@@ -151,6 +158,7 @@ pub use settle::{
     sha256_hex,
 };
 pub use summariser::SummaryLlm;
+pub use surface::{ContextRole, Surface, SurfaceRequest};
 pub use terms::{KeywordHit, keyword_hits, normalize_terms, reinforcement_overlap};
 pub use timeline::Timeline;
 pub use turn::{

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::cursor;
 use crate::layers::SummaryCard;
 use crate::namespace::{Namespace, check_id};
+use crate::policy::DispatchPolicy;
 use crate::read::{Projection, UnitView, unit_view};
 use crate::render::render_card;
 use crate::reply::{Failure, ReadStatus, Reply, zone_of};
@@ -69,6 +70,9 @@ pub struct OpenRequest {
     pub page_size: usize,
     /// View `sources`: `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// The operator's policy: an entry of a kind it does not allow is `denied`, and withheld
+    /// in a summary's sources.
+    pub policy: DispatchPolicy,
 }
 
 /// One entry opened by id.
@@ -245,6 +249,13 @@ impl Timeline {
             );
             return Ok(Reply::failed(ReadStatus::Empty, message, zone_name));
         };
+        if !req.policy.allows(&row.kind) {
+            let message = format!(
+                "{memory_id:?} is a {} entry, which this server's dispatch policy withholds",
+                row.kind
+            );
+            return Ok(Reply::failed(ReadStatus::Denied, message, zone_name));
+        }
         let folded = row.folded();
         let (card, preview, content) = match req.view {
             View::Card if folded => (Some(row.visible_text_in(zone).into_owned()), None, None),
@@ -377,14 +388,10 @@ impl Timeline {
                     if let Some(unit) = unit {
                         let rows = unit_rows(tx, &hk, &card.conversation_id, *unit)?;
                         if !rows.is_empty() {
-                            page.units.push(unit_view(
-                                tx,
-                                &hk,
-                                &rows,
-                                Projection::Conversation,
-                                zone,
-                                0,
-                            )?);
+                            let mut unit =
+                                unit_view(tx, &hk, &rows, Projection::Conversation, zone, 0)?;
+                            unit.withhold(&req.policy);
+                            page.units.push(unit);
                         }
                     }
                     if let Some(source) = source

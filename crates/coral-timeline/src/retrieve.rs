@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::index::{Doc, Layer, encode};
 use crate::layers::{FACETS, LayerSettings, SummaryCard};
 use crate::namespace::Namespace;
+use crate::policy::DispatchPolicy;
 use crate::raw_window::{floor_of, open_turns};
 use crate::read::{Projection, UnitView, unit_view_of};
 use crate::reply::{Failure, ReadStatus, Reply, zone_of};
@@ -93,6 +94,10 @@ pub struct RetrieveRequest {
     pub timezone: Option<String>,
     /// Which summaries the context shows (to leave them out).
     pub settings: LayerSettings,
+    /// The operator's policy: kinds it does not allow are never candidates (and withheld in a
+    /// hit's turn), `kind_patterns` may not reach past it, and under its explicit-trace rule
+    /// tool calls, results and events are candidates only when `kind_patterns` name them.
+    pub policy: DispatchPolicy,
 }
 
 /// One hit.
@@ -161,6 +166,9 @@ pub struct Retrieved {
     /// What went wrong without stopping the search (an embedder failure: words only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Entries of the hits' turns the server's dispatch policy withholds.
+    #[serde(skip_serializing_if = "crate::read::is_zero")]
+    pub withheld: usize,
     /// The hits: raw first, then summaries, each group best first.
     pub hits: Vec<RetrieveHit>,
 }
@@ -248,6 +256,9 @@ impl Timeline {
                 )));
             }
         }
+        req.policy
+            .check_patterns(&req.kind_patterns)
+            .map_err(invalid)?;
         // Raw entries whose origin is one of these; `third_party` names no stored origin, so
         // a filter of it alone keeps nothing.
         let mut origins: Vec<Origin> = Vec::new();
@@ -344,6 +355,14 @@ impl Timeline {
                 continue;
             }
             if !req.kind_patterns.is_empty() && !kind_matches(&req.kind_patterns, &doc.kind) {
+                continue;
+            }
+            if doc.layer == Layer::Raw
+                && (!req.policy.allows(&doc.kind)
+                    || (req.policy.explicit_trace
+                        && req.kind_patterns.is_empty()
+                        && DispatchPolicy::is_trace(&doc.kind)))
+            {
                 continue;
             }
             if doc.layer == Layer::Raw
@@ -518,6 +537,7 @@ impl Timeline {
         let docs = &index.docs;
         let mut hits = Vec::with_capacity(picks.len());
         let mut tokens = 0;
+        let mut withheld = 0;
         self.read(|tx| {
             for p in &picks {
                 let d = &docs[p.doc as usize];
@@ -526,6 +546,9 @@ impl Timeline {
                     _ => summary_hit(tx, &hk, d, zone)?,
                 };
                 let Some(mut hit) = hit else { continue };
+                if let Some(turn) = hit.turn.as_mut() {
+                    withheld += turn.withhold(&req.policy);
+                }
                 let cost = hit
                     .turn
                     .as_ref()
@@ -563,6 +586,7 @@ impl Timeline {
             excluded_visible,
             tokens,
             warnings,
+            withheld,
             hits,
         };
         Ok(Reply::new(status, message, Some(&zone_name), found))

@@ -723,8 +723,10 @@ fn a_version_1_file_migrates_with_its_closed_turns_in_the_context() {
     let path = dir.path().join("timeline.sqlite3");
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE summaries; DROP TABLE summary_sources; DROP TABLE closures; \
-         DROP TABLE compaction; DROP TABLE vectors; PRAGMA user_version = 1;",
+        "DROP TABLE forgotten; DROP TABLE forgotten_entries; DELETE FROM meta \
+         WHERE key = 'zeroed'; DROP TABLE summaries; DROP TABLE summary_sources; \
+         DROP TABLE closures; DROP TABLE compaction; DROP TABLE vectors; \
+         PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(conn);

@@ -80,7 +80,10 @@ pub use coral_timeline::{
     TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View, parse_zone,
 };
 /// The timeline crate's items the interface crate's tools use under their own names.
-pub use coral_timeline::{DEFAULT_ID, Error, Timeline, tool_segment, with_ok};
+pub use coral_timeline::{
+    ContextRole, DEFAULT_ID, DispatchPolicy, Error, PromptOverrides, Receipt, Surface,
+    SurfaceRequest, Timeline, WITHHELD_TEXT, tool_segment, with_ok, with_receipt,
+};
 
 impl Coral {
     /// The timeline, opened (and created) on first use. Opening aborts the open turns of
@@ -159,7 +162,14 @@ impl Coral {
                     .into(),
             }));
         };
-        timeline.compact(ns, settings, &llm, zone, unix_now())
+        timeline.compact_with(
+            ns,
+            settings,
+            &llm,
+            zone,
+            unix_now(),
+            &config.timeline.prompt,
+        )
     }
 
     /// The configuration in force, with a changed config file picked up first (the timeline's

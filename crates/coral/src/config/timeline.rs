@@ -24,6 +24,19 @@ pub struct TimelineConfig {
     /// What the model's read tools may return, and whether MCP offers forgetting
     /// (`timeline.policy.*`).
     pub policy: PolicyConfig,
+    /// The operator's persona text, domain notes and summary language rule for the
+    /// summariser (`timeline.prompt.*`), read at each compaction.
+    pub prompt: coral_timeline::PromptOverrides,
+}
+
+impl PolicyConfig {
+    /// The dispatch policy these settings describe.
+    pub fn dispatch(&self) -> coral_timeline::DispatchPolicy {
+        coral_timeline::DispatchPolicy {
+            allowed_kind_prefixes: self.allowed_kind_prefixes.clone(),
+            explicit_trace: self.explicit_trace,
+        }
+    }
 }
 
 /// `timeline.policy.*`: the operator's dispatch policy for the model's read tools
@@ -69,6 +82,7 @@ impl Default for TimelineConfig {
             timezone: "UTC".into(),
             pin: PinConfig::default(),
             policy: PolicyConfig::default(),
+            prompt: coral_timeline::PromptOverrides::default(),
         }
     }
 }
@@ -108,7 +122,8 @@ mod tests {
                 "retrieval_limit",
                 "timezone",
                 "pin",
-                "policy"
+                "policy",
+                "prompt"
             ]
         );
         let (c, w) = Config::from_json(
@@ -124,6 +139,29 @@ mod tests {
             c.timeline.retrieval_limit,
             Config::default().timeline.retrieval_limit
         );
+    }
+
+    #[test]
+    fn operator_sections_parse_and_a_wrong_value_names_its_key() {
+        let (c, w) = Config::from_json(
+            r#"{"timeline": {"pin": {"user_id": "alice"}, "policy": {"allowed_kind_prefixes":
+                ["message."], "explicit_trace": true}, "prompt": {"persona": "旅行顾问",
+                "summary_language": "zh"}}}"#,
+        )
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.timeline.pin.user_id, "alice");
+        assert!(c.timeline.policy.dispatch().explicit_trace);
+        assert_eq!(c.timeline.prompt.summary_language, "zh");
+        let err = |text: &str| Config::from_json(text).unwrap_err();
+        let e = err(r#"{"timeline": {"prompt": {"persona": 5}}}"#);
+        assert!(e.starts_with("timeline.prompt.persona (value 5)"), "{e}");
+        let e = err(r#"{"timeline": {"policy": {"explicit_trace": "yes"}}}"#);
+        assert!(e.starts_with("timeline.policy.explicit_trace"), "{e}");
+        let e = err(r#"{"timeline": {"policy": {"allowed_kind_prefixes": ["Tool.*"]}}}"#);
+        assert!(e.contains("timeline.policy.allowed_kind_prefixes") && e.contains("Tool.*"));
+        let e = err(r#"{"timeline": {"prompt": {"summary_language": "klingon!"}}}"#);
+        assert!(e.contains("timeline.prompt.summary_language"), "{e}");
     }
 
     #[test]

@@ -43,11 +43,18 @@ pub(super) fn ok_in(value: impl Serialize, zone: &str) -> Result<Value, ToolErro
     Ok(v)
 }
 
-/// A read tool's answer when the timeline cannot be opened.
-pub(super) fn unavailable(e: impl std::fmt::Display) -> Value {
-    json!({"ok": false, "status": "unavailable", "message": e.to_string()})
+/// The receipt of a read that was not done (`tool`'s answer, `status`).
+fn empty_receipt(tool: &str, status: &str) -> Value {
+    json!({"tool": tool, "status": status, "ids": []})
 }
 
-pub(super) fn invalid_filter(message: String) -> Value {
-    json!({"ok": false, "status": "invalid_filter", "message": message})
+/// A read tool's answer when the timeline cannot be opened.
+pub(super) fn unavailable(tool: &str, e: impl std::fmt::Display) -> Value {
+    json!({"ok": false, "status": "unavailable", "message": e.to_string(),
+           "receipt": empty_receipt(tool, "unavailable")})
+}
+
+pub(super) fn invalid_filter(tool: &str, message: String) -> Value {
+    json!({"ok": false, "status": "invalid_filter", "message": message,
+           "receipt": empty_receipt(tool, "invalid_filter")})
 }

@@ -4,7 +4,7 @@
 use coral::Coral;
 use coral::timeline::{
     BrowseRequest, Detail, KeywordMatch, OpenRequest, Projection, ReadRequest, RetrieveRequest,
-    TimeHint, TimeRange, View, with_ok,
+    TimeHint, TimeRange, View, with_receipt,
 };
 use serde_json::Value;
 
@@ -269,21 +269,21 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let config = coral.timeline_config();
     let view = match View::parse(args.str("view").unwrap_or("card")) {
         Ok(v) => v,
-        Err(m) => return Ok(invalid_filter(m)),
+        Err(m) => return Ok(invalid_filter("open_memory", m)),
     };
     let detail = match args.str("detail").unwrap_or("full") {
         "full" => Detail::Full,
         "compact" => Detail::Compact,
         other => {
-            return Ok(invalid_filter(format!(
-                "detail {} is not full or compact",
-                coral::echo(other)
-            )));
+            return Ok(invalid_filter(
+                "open_memory",
+                format!("detail {} is not full or compact", coral::echo(other)),
+            ));
         }
     };
     let timeline = match coral.timeline() {
         Ok(t) => t,
-        Err(e) => return Ok(unavailable(e)),
+        Err(e) => return Ok(unavailable("open_memory", e)),
     };
     let result = timeline.open_memory(
         &namespace(args),
@@ -299,9 +299,10 @@ fn open_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             timezone: zone(&config, args),
             page_size: args.int("page_size").unwrap_or(0) as usize,
             cursor: args.str("cursor").map(String::from),
+            policy: config.timeline.policy.dispatch(),
         },
     );
-    Ok(with_ok(&result, result.status))
+    Ok(with_receipt(&result))
 }
 
 fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
@@ -335,10 +336,11 @@ fn retrieve_for_turn(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             .map_or(DEFAULT_PAGE_TOKENS, |n| n as u64),
         timezone: zone(&config, args),
         settings: config.timeline.layer_settings(),
+        policy: config.timeline.policy.dispatch(),
     };
     match coral.timeline_retrieve(&namespace(args), &request) {
-        Ok(result) => Ok(with_ok(&result, result.status)),
-        Err(e) => Ok(unavailable(e)),
+        Ok(result) => Ok(with_receipt(&result)),
+        Err(e) => Ok(unavailable("retrieve_for_turn", e)),
     }
 }
 
@@ -346,7 +348,7 @@ fn browse_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let config = coral.timeline_config();
     let keyword_match = match KeywordMatch::parse(args.str("keyword_match").unwrap_or("any")) {
         Ok(m) => m,
-        Err(m) => return Ok(invalid_filter(m)),
+        Err(m) => return Ok(invalid_filter("browse_memory", m)),
     };
     let request = BrowseRequest {
         keywords: strings(args, "keywords"),
@@ -365,17 +367,17 @@ fn browse_memory(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     };
     let timeline = match coral.timeline() {
         Ok(t) => t,
-        Err(e) => return Ok(unavailable(e)),
+        Err(e) => return Ok(unavailable("browse_memory", e)),
     };
     let result = timeline.browse_memory(&namespace(args), &request);
-    Ok(with_ok(&result, result.status))
+    Ok(with_receipt(&result))
 }
 
 fn read_timeline(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let config = coral.timeline_config();
     let projection = match Projection::parse(args.str("projection").unwrap_or("conversation")) {
         Ok(p) => p,
-        Err(m) => return Ok(invalid_filter(m)),
+        Err(m) => return Ok(invalid_filter("read_timeline", m)),
     };
     let time_range = args.value("time_range").map(|r| TimeRange {
         start_at: r["start_at"].as_str().unwrap_or_default().to_string(),
@@ -407,11 +409,12 @@ fn read_timeline(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
         page_token_budget: budget,
         cursor: args.str("cursor").map(String::from),
         timezone: zone(&config, args),
+        policy: config.timeline.policy.dispatch(),
     };
     let timeline = match coral.timeline() {
         Ok(t) => t,
-        Err(e) => return Ok(unavailable(e)),
+        Err(e) => return Ok(unavailable("read_timeline", e)),
     };
     let result = timeline.read_timeline(&namespace(args), &request);
-    Ok(with_ok(&result, result.status))
+    Ok(with_receipt(&result))
 }
