@@ -65,8 +65,10 @@ fn chinese_chat(coral: &Coral, from: usize) {
         call(
             coral,
             "timeline_complete_turn",
-            ns(json!({"turn_id": turn, "final_text": "好的，已经按预算安排了西湖一日游和湖滨住宿。",
-                      "timestamp": 1_775_779_200.0 + i as f64 * 3_600.0 + 30.0})),
+            ns(
+                json!({"turn_id": turn, "final_text": "好的，已经按预算安排了西湖一日游和湖滨住宿。",
+                      "timestamp": 1_775_779_200.0 + i as f64 * 3_600.0 + 30.0}),
+            ),
         );
     }
 }
@@ -162,7 +164,10 @@ fn compaction_errors_name_their_real_cause() {
     assert!(m.contains("retrieval.top_k"), "{m}");
     assert!(!m.contains("no summary model is configured"), "{m}");
     assert!(
-        coral.stats().config_error.is_some_and(|e| e.contains("retrieval.top_k")),
+        coral
+            .stats()
+            .config_error
+            .is_some_and(|e| e.contains("retrieval.top_k")),
         "the same cause as coral_stats shows"
     );
     // Fixed: the next call uses the model.
@@ -206,16 +211,25 @@ fn every_timeline_tool_takes_timezone_and_names_the_zone_it_answers_in() {
         .as_str()
         .unwrap()
         .to_string();
-    let bad = ns(json!({"timezone": "Mars/Olympus", "turn_id": turn, "tool_name": "shell",
-                        "call_id": "c1", "result": "x"}));
+    let bad = ns(
+        json!({"timezone": "Mars/Olympus", "turn_id": turn, "tool_name": "shell",
+                        "call_id": "c1", "result": "x"}),
+    );
     let db = coral.timeline_path();
     let before = std::fs::read(&db).unwrap();
     let m = coral
         .call_tool("timeline_record_tool", &bad)
         .unwrap_err()
         .to_string();
-    assert!(m.contains("Mars/Olympus") && m.starts_with("invalid_input:"), "{m}");
-    assert_eq!(std::fs::read(&db).unwrap(), before, "a refused call writes nothing");
+    assert!(
+        m.contains("Mars/Olympus") && m.starts_with("invalid_input:"),
+        "{m}"
+    );
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "a refused call writes nothing"
+    );
     for (tool, extra) in [
         (
             "timeline_record_tool",
@@ -223,7 +237,10 @@ fn every_timeline_tool_takes_timezone_and_names_the_zone_it_answers_in() {
                    "result": "error: linker failed\n".repeat(40), "result_source_id": "build-1",
                    "timestamp": 1_796_000_060.0}),
         ),
-        ("timeline_complete_turn", json!({"turn_id": turn, "final_text": "链接失败。"})),
+        (
+            "timeline_complete_turn",
+            json!({"turn_id": turn, "final_text": "链接失败。"}),
+        ),
         ("timeline_turn", json!({"turn_id": turn})),
         ("timeline_metrics", json!({})),
         ("timeline_history", json!({})),
@@ -247,7 +264,10 @@ fn every_timeline_tool_takes_timezone_and_names_the_zone_it_answers_in() {
         assert_eq!(opened["timezone"], zone, "{opened}");
         let time = opened["memory"]["time"].as_str().unwrap();
         let card = opened["memory"]["card"].as_str().unwrap();
-        assert!(card.contains(&format!("time: {time}\n")), "{zone}: {time} vs {card}");
+        assert!(
+            card.contains(&format!("time: {time}\n")),
+            "{zone}: {time} vs {card}"
+        );
         let history = call(&coral, "timeline_history", ns(json!({"timezone": zone})));
         let shown = history["messages"]
             .as_array()
@@ -255,7 +275,10 @@ fn every_timeline_tool_takes_timezone_and_names_the_zone_it_answers_in() {
             .iter()
             .find_map(|m| m["content"].as_str().filter(|c| c.starts_with("[compact")))
             .unwrap();
-        assert!(shown.contains(&format!("time: {time}\n")), "{zone}: {shown}");
+        assert!(
+            shown.contains(&format!("time: {time}\n")),
+            "{zone}: {shown}"
+        );
     }
 }
 
@@ -265,15 +288,21 @@ fn the_operators_policy_reaches_the_model_tools_and_every_read_has_a_receipt() {
     let path = config_path(dir.path());
     write_config(&path, json!({}));
     let coral = Coral::open(&path).unwrap();
-    let turn = call(&coral, "timeline_begin_turn", ns(json!({"text": "看看服务器"})))["turn_id"]
+    let turn = call(
+        &coral,
+        "timeline_begin_turn",
+        ns(json!({"text": "看看服务器"})),
+    )["turn_id"]
         .as_str()
         .unwrap()
         .to_string();
     call(
         &coral,
         "timeline_record_tool",
-        ns(json!({"turn_id": turn, "tool_name": "shell", "call_id": "c1",
-                  "result": "root:x:0:0 shadow-9f\n".repeat(30), "result_source_id": "sh-1"})),
+        ns(
+            json!({"turn_id": turn, "tool_name": "shell", "call_id": "c1",
+                  "result": "root:x:0:0 shadow-9f\n".repeat(30), "result_source_id": "sh-1"}),
+        ),
     );
     call(
         &coral,
@@ -281,9 +310,18 @@ fn the_operators_policy_reaches_the_model_tools_and_every_read_has_a_receipt() {
         ns(json!({"turn_id": turn, "final_text": "服务器正常"})),
     );
     let reads = [
-        ("open_memory", ns(json!({"memory_id": "sh-1", "view": "content"}))),
-        ("read_timeline", ns(json!({"date_from": "2000-01-01", "date_to": "2100-01-01"}))),
-        ("retrieve_for_turn", ns(json!({"query": "服务器 shadow-9f", "include_visible": true}))),
+        (
+            "open_memory",
+            ns(json!({"memory_id": "sh-1", "view": "content"})),
+        ),
+        (
+            "read_timeline",
+            ns(json!({"date_from": "2000-01-01", "date_to": "2100-01-01"})),
+        ),
+        (
+            "retrieve_for_turn",
+            ns(json!({"query": "服务器 shadow-9f", "include_visible": true})),
+        ),
         ("browse_memory", ns(json!({}))),
         ("read_timeline", ns(json!({"date_from": "2026-13-40"}))),
     ];

@@ -175,7 +175,11 @@ fn stable_part(messages: &[serde_json::Value]) -> String {
 /// due: (requests whose start is the previous one's stable part, prefix bytes reused / bytes of
 /// previous requests, compactions). The stable part of a context is all of it; of a surface,
 /// its context message (the open turn after it closes and moves into the context).
-fn prefix_run(turns: usize, settings: &LayerSettings, measure: Measure) -> (f64, f64, usize, usize) {
+fn prefix_run(
+    turns: usize,
+    settings: &LayerSettings,
+    measure: Measure,
+) -> (f64, f64, usize, usize) {
     let (t, _dir) = temp_timeline();
     let ns = ns();
     let llm = Scripted::new();
@@ -338,11 +342,19 @@ fn the_surface_is_the_context_then_the_open_turn_in_provider_shape() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "tool"]);
-    assert!(surface.messages[1]["content"].as_str().unwrap().starts_with("第1个问题"));
+    assert!(
+        surface.messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("第1个问题")
+    );
     assert_eq!(surface.messages[2]["tool_calls"][0]["id"], "call_now");
     assert_eq!(surface.messages[3]["content"], "y".repeat(3_000).as_str());
     let stimulus_copies = rendered(&surface.messages).matches("第1个问题").count();
-    assert_eq!(stimulus_copies, 1, "the current input is in the surface once");
+    assert_eq!(
+        stimulus_copies, 1,
+        "the current input is in the surface once"
+    );
     // With no open turn, the context alone.
     t.complete_turn(&ns, &open, &CompleteTurn::answer("好"), T0 + 602.0)
         .unwrap();

@@ -8,8 +8,8 @@ mod common;
 
 use coral_timeline::{
     BeginTurn, BrowseRequest, CompleteTurn, DispatchPolicy, EntryInput, Namespace, OpenRequest,
-    ReadRequest, ReadStatus, Receipt, RetrieveRequest, Timeline, ToolExchange, View,
-    WITHHELD_TEXT, with_receipt,
+    ReadRequest, ReadStatus, Receipt, RetrieveRequest, Timeline, ToolExchange, View, WITHHELD_TEXT,
+    with_receipt,
 };
 use serde_json::json;
 
@@ -22,8 +22,18 @@ fn record(t: &Timeline, ns: &Namespace) -> String {
         .begin_turn(ns, &BeginTurn::user("查一下服务器和天气"), T0)
         .unwrap();
     for (tool, call, result, id) in [
-        ("shell", "c1", format!("{SHELL_SECRET}\n").repeat(20), "shell-out"),
-        ("web_search", "c2", "北京晴，25°C，天气很好。".repeat(20), "web-out"),
+        (
+            "shell",
+            "c1",
+            format!("{SHELL_SECRET}\n").repeat(20),
+            "shell-out",
+        ),
+        (
+            "web_search",
+            "c2",
+            "北京晴，25°C，天气很好。".repeat(20),
+            "web-out",
+        ),
     ] {
         t.record_tool_exchange(
             ns,
@@ -130,7 +140,11 @@ fn kinds_outside_the_allowed_prefixes_are_withheld_by_every_read() {
     };
     let denied = open("shell-out");
     assert_eq!(denied.status, ReadStatus::Denied);
-    assert!(!serde_json::to_string(&denied).unwrap().contains("shadow-line-77"));
+    assert!(
+        !serde_json::to_string(&denied)
+            .unwrap()
+            .contains("shadow-line-77")
+    );
     assert_eq!(with_receipt(&denied)["ok"], false);
     assert_eq!(open("web-out").status, ReadStatus::Ok);
 
@@ -141,14 +155,24 @@ fn kinds_outside_the_allowed_prefixes_are_withheld_by_every_read() {
     // A call's patterns may narrow the policy, never widen it.
     let wider = retrieve(&t, &ns, &policy, &["tool.*"]);
     assert_eq!(wider.status, ReadStatus::InvalidFilter);
-    assert!(wider.message.as_deref().unwrap().contains("tool.web_search."));
+    assert!(
+        wider
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("tool.web_search.")
+    );
     assert_ne!(
         retrieve(&t, &ns, &policy, &["tool.web_search.*"]).status,
         ReadStatus::InvalidFilter
     );
     // Without a policy everything is there, so the checks above could fail.
     let open_all = read(&t, &ns, &DispatchPolicy::default());
-    assert!(serde_json::to_string(&open_all.payload).unwrap().contains("shadow-line-77"));
+    assert!(
+        serde_json::to_string(&open_all.payload)
+            .unwrap()
+            .contains("shadow-line-77")
+    );
     assert_eq!(open_all.withheld, 0);
 }
 
@@ -229,7 +253,11 @@ fn receipts_list_what_came_back_and_no_text() {
             .map(|h| h.memory_id.clone())
             .collect::<Vec<_>>()
     );
-    assert!(!serde_json::to_string(&r).unwrap().contains("shadow-line-77"));
+    assert!(
+        !serde_json::to_string(&r)
+            .unwrap()
+            .contains("shadow-line-77")
+    );
     let browse = t.browse_memory(&ns, &BrowseRequest::default());
     let r = Receipt::of(&browse);
     assert_eq!((r.tool, r.status), ("browse_memory", ReadStatus::Empty));
