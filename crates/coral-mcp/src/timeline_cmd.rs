@@ -18,7 +18,7 @@ use crate::{Failure, open, print_json, usage};
 
 /// Whose timeline, and in which zone.
 #[derive(Debug, Args)]
-pub(crate) struct Scope {
+pub struct Scope {
     /// The user (default "default").
     #[arg(long, value_name = "ID")]
     user: Option<String>,
@@ -122,7 +122,12 @@ pub enum TimelineCommand {
     },
     /// Forget on purpose: an entry, a turn, a summary, or what a filter matches; the text
     /// leaves the database file.
-    Forget(crate::timeline_forget_cmd::ForgetArgs),
+    Forget {
+        #[command(flatten)]
+        forget: crate::timeline_forget_cmd::ForgetArgs,
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// The record of what was forgotten (never any text).
     Forgotten {
         #[command(flatten)]
@@ -151,7 +156,7 @@ pub enum TimelineCommand {
 }
 
 impl Scope {
-    pub(crate) fn args(&self) -> Map<String, Value> {
+    fn args(&self) -> Map<String, Value> {
         let mut m = Map::new();
         for (key, value) in [
             ("user_id", &self.user),
@@ -198,7 +203,9 @@ pub fn run(cli: &Globals, command: &TimelineCommand) -> Result<u8, Failure> {
     let (tool, args, text) = match command {
         TimelineCommand::Context { scope } => ("timeline_context", scope.args(), !cli.json),
         TimelineCommand::Compact { scope } => ("timeline_compact", scope.args(), false),
-        TimelineCommand::Forget(forget) => ("timeline_forget", forget.args(), false),
+        TimelineCommand::Forget { forget, scope } => {
+            ("timeline_forget", forget.add_to(scope.args()), false)
+        }
         TimelineCommand::Forgotten { scope } => {
             let mut m = scope.args();
             m.remove("conversation_id");

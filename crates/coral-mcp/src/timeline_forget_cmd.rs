@@ -4,8 +4,6 @@
 use clap::Args;
 use serde_json::{Map, Value, json};
 
-use crate::timeline_cmd::Scope;
-
 /// What to forget: one id, or a filter over the conversation.
 #[derive(Debug, Args)]
 pub struct ForgetArgs {
@@ -39,14 +37,11 @@ pub struct ForgetArgs {
     /// A label for the record (privacy_request).
     #[arg(long, value_name = "LABEL")]
     reason: Option<String>,
-    #[command(flatten)]
-    scope: Scope,
 }
 
 impl ForgetArgs {
-    /// The `timeline_forget` arguments.
-    pub fn args(&self) -> Map<String, Value> {
-        let mut m = self.scope.args();
+    /// The `timeline_forget` arguments besides the namespace, added to `m`.
+    pub fn add_to(&self, mut m: Map<String, Value>) -> Map<String, Value> {
         for (key, value) in [
             ("entry_id", &self.entry),
             ("turn_id", &self.turn),
