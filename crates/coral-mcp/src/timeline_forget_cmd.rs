@@ -31,6 +31,10 @@ pub struct ForgetArgs {
     /// Filter: every entry of the conversation.
     #[arg(long)]
     whole_conversation: bool,
+    /// Apply the filter to every conversation of the user (with --whole-conversation: forget
+    /// the whole user).
+    #[arg(long)]
+    all_conversations: bool,
     /// Also forget the summaries made from it (default: mark them stale).
     #[arg(long)]
     cascade: bool,
@@ -60,6 +64,7 @@ impl ForgetArgs {
         }
         for (key, on) in [
             ("whole_conversation", self.whole_conversation),
+            ("cross_conversation", self.all_conversations),
             ("cascade", self.cascade),
         ] {
             if on {

@@ -64,7 +64,9 @@ pub struct ForgetRequest {
     /// Also forget the summaries made from it (default: they are marked stale and no longer
     /// shown or found, but `open_memory` still opens them).
     pub cascade: bool,
-    /// Look for an id in every conversation of the hard key (ids are unique there).
+    /// Look for an id in every conversation of the hard key (ids are unique there); with a
+    /// filter, apply it to every conversation of the hard key (`whole_conversation` then
+    /// forgets everything of the user).
     pub cross_conversation: bool,
     /// A content-free label for the record (`privacy_request`): 1–128 of `A-Z a-z 0-9 . _ : -`.
     pub reason: Option<String>,
@@ -122,7 +124,8 @@ pub struct ForgetReport {
 pub struct ForgetRecord {
     /// Its id.
     pub forget_id: i64,
-    /// The conversation, for a filter (ids may be in any conversation of the hard key).
+    /// The conversation of a filter (none: ids, which may be in any conversation of the hard
+    /// key, or a filter over all of them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
     /// When, Unix seconds.
@@ -208,7 +211,24 @@ impl Timeline {
                 ForgetTarget::Summary(id) => plan_summary(tx, &hk, id, scope)?,
                 ForgetTarget::Matching(f) => {
                     let (start, end) = window.unwrap_or((f64::MIN, f64::MAX));
-                    plan_matching(tx, &hk, &ns.conversation_id, f, start, end)?
+                    // Every conversation of the user (a whole-user erasure), or this one.
+                    let conversations: Vec<String> = match scope {
+                        Some(c) => vec![c.to_string()],
+                        None => tx
+                            .prepare_cached(
+                                "SELECT DISTINCT conversation_id FROM entries \
+                                 WHERE hard_key = ?1 ORDER BY conversation_id",
+                            )?
+                            .query_map(params![hk], |r| r.get(0))?
+                            .collect::<rusqlite::Result<_>>()?,
+                    };
+                    let mut plan = Plan::default();
+                    for c in &conversations {
+                        let p = plan_matching(tx, &hk, c, f, start, end)?;
+                        plan.tombstones.extend(p.tombstones);
+                        plan.units.extend(p.units);
+                    }
+                    plan
                 }
             };
             let (target, selector) = describe(req, window);
@@ -218,7 +238,8 @@ impl Timeline {
             )?
             .execute(params![
                 hk,
-                matches!(req.target, ForgetTarget::Matching(_)).then_some(&ns.conversation_id),
+                (matches!(req.target, ForgetTarget::Matching(_)) && scope.is_some())
+                    .then_some(&ns.conversation_id),
                 now,
                 target,
                 selector.to_string(),

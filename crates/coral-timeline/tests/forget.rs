@@ -375,6 +375,55 @@ fn a_filter_forgets_matching_entries_and_whole_units() {
 }
 
 #[test]
+fn a_user_can_be_forgotten_across_every_conversation() {
+    let (t, _dir) = temp_timeline();
+    let ns = Namespace::new("u1", "c1");
+    conversation(&t, &ns);
+    t.record_entry(
+        &ns.conversation("c2"),
+        &EntryInput::user(format!("另一个会话 {SECRET}")),
+        T0,
+    )
+    .unwrap();
+    let other = Namespace::new("u2", "c1");
+    t.record_entry(&other, &EntryInput::user(format!("别人的 {SECRET}-u2")), T0)
+        .unwrap();
+    let done = t
+        .forget(
+            &ns,
+            &ForgetRequest {
+                cross_conversation: true,
+                ..ForgetRequest::new(ForgetTarget::Matching(ForgetFilter {
+                    whole_conversation: true,
+                    ..ForgetFilter::default()
+                }))
+            },
+            T0 + 9_000.0,
+        )
+        .unwrap();
+    assert_eq!(
+        done.units_removed, 4,
+        "three turns and the other conversation's entry"
+    );
+    assert!(done.physically_removed);
+    for c in ["c1", "c2"] {
+        assert_eq!(
+            t.history(&ns.conversation(c), HistoryFormat::OpenAi)
+                .unwrap()
+                .messages
+                .len(),
+            0
+        );
+    }
+    assert_eq!(t.forgotten(&ns).unwrap()[0].conversation_id, None);
+    // Only u2's copy is left on disk.
+    assert!(on_disk(&t, &format!("{SECRET}-u2")));
+    let t_bytes = |needle: &str| on_disk(&t, needle);
+    assert!(!t_bytes(&format!("export API_KEY={SECRET}")));
+    assert!(!t_bytes("另一个会话"));
+}
+
+#[test]
 fn refused_forgetting_changes_nothing() {
     let (t, dir) = temp_timeline();
     let ns = Namespace::new("u1", "c1");

@@ -71,8 +71,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
                 name: "cross_conversation",
                 kind: Kind::Boolean,
                 required: false,
-                description: "look for the id in every conversation of the user, default \
-                              true unless conversation_id is given / 跨会话查找 id",
+                description: "ids: look in every conversation of the user (default true \
+                              unless conversation_id is given); a filter: apply it to every \
+                              conversation of the user (default false) / 跨会话",
                 default: None,
             },
             REPLY_ZONE,
@@ -139,11 +140,14 @@ fn forget(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let request = ForgetRequest {
         target,
         cascade: args.bool("cascade").unwrap_or(false),
-        // An id is unique within the user's namespace, as for open_memory.
-        cross_conversation: by_id
-            && args
+        // An id is unique within the user's namespace, as for open_memory; a filter covers the
+        // conversation unless the call asks for every one of the user's.
+        cross_conversation: match by_id {
+            true => args
                 .bool("cross_conversation")
                 .unwrap_or(args.str("conversation_id").is_none()),
+            false => args.bool("cross_conversation").unwrap_or(false),
+        },
         reason: args.str("reason").map(String::from),
         timezone: Some(zone.clone()),
     };
