@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use coral::Coral;
 
-use crate::tools::{Registry, ToolError};
+use crate::tools::{Pin, Registry, Scope, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
@@ -204,9 +204,14 @@ impl ServerHandler for CoralServer {
     }
 }
 
-/// Serve the built-in tools until the client closes stdin, then checkpoint and exit.
+/// Serve the built-in tools until the client closes stdin, then checkpoint and exit. The
+/// timeline answers for the default user only ([`Pin::default_user`]); [`serve_with`] takes a
+/// registry pinned otherwise, or serving every namespace.
 pub fn serve(coral: Coral) -> anyhow::Result<()> {
-    serve_with(coral, Registry::builtin())
+    serve_with(
+        coral,
+        Registry::builtin().with_scope(Scope::Pinned(Pin::default_user())),
+    )
 }
 
 /// [`serve`] with the tools of `registry`.

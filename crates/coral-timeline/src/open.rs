@@ -191,6 +191,9 @@ fn open_writable(path: &Path, options: &Options) -> Result<Timeline> {
         Durability::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync)?;
+    // Freed space is overwritten with zeros, so a forgotten body leaves no copy in the file's
+    // free pages or cells (docs/timeline.md, "Forgetting").
+    conn.pragma_update(None, "secure_delete", true)?;
     let mut conn = conn;
     let (from, secret, repairs) = migrate(&mut conn, Some(path), options.busy_timeout)
         .map_err(|e| not_a_database(path, e))?;

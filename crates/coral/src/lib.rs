@@ -40,12 +40,13 @@ pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, res
 pub use config::THREADS_FILE;
 pub use config::{
     Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
-    HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES,
-    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
-    SyncMode, ThreadsConfig, llm_settings,
+    HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, PinConfig,
+    PolicyConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights,
+    RrfWeights, StorageConfig, SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
 };
 pub use config_ops::{
-    ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
+    ConfigChange, ConfigFile, Edit, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,
+    tool_may_change,
 };
 pub use coral::Coral;
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};

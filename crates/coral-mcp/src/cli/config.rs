@@ -49,10 +49,12 @@ pub enum ConfigCommand {
     },
 }
 
-/// A command-line value: JSON numbers and booleans as such, anything else as text.
+/// A command-line value: JSON numbers, booleans and lists of strings as such, anything else
+/// as text.
 fn parse_value(text: &str) -> Value {
     match serde_json::from_str::<Value>(text.trim()) {
         Ok(v @ (Value::Number(_) | Value::Bool(_))) => v,
+        Ok(Value::Array(items)) if items.iter().all(Value::is_string) => Value::Array(items),
         _ => Value::String(text.to_string()),
     }
 }
@@ -110,5 +112,9 @@ mod tests {
         assert_eq!(parse_value("true"), json!(true));
         assert_eq!(parse_value("always"), json!("always"));
         assert_eq!(parse_value("[1]"), json!("[1]"));
+        assert_eq!(
+            parse_value(r#"["message.", "tool.web"]"#),
+            json!(["message.", "tool.web"])
+        );
     }
 }

@@ -24,11 +24,13 @@ mod notice;
 mod plugin;
 mod report;
 mod serve;
+mod serve_scope;
 mod session;
 mod stream;
 mod thread;
 mod time;
 mod timeline;
+mod timeline_forget;
 
 pub(crate) use failure::{Failure, describe};
 use globals::Globals;
@@ -49,7 +51,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the memory tools over MCP on stdio (what MCP clients launch), or with --http over
-    /// Streamable HTTP at /mcp (remote clients, several apps sharing one server).
+    /// Streamable HTTP at /mcp (remote clients, several apps sharing one server), for one
+    /// timeline namespace (the default user unless told otherwise).
     Mcp {
         /// Serve over Streamable HTTP at /mcp instead of stdio.
         #[arg(long)]
@@ -70,6 +73,9 @@ pub enum Command {
         /// With --http: also serve browser pages from this origin; repeatable.
         #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
         allowed_origins: Vec<String>,
+        /// Which timeline namespace, and what the client may do beyond reading.
+        #[command(flatten)]
+        scope: serve_scope::ServeScope,
     },
     /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
     Http {
@@ -93,6 +99,9 @@ pub enum Command {
         /// always allowed, every other page is refused.
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
+        /// Which timeline namespace (the default user unless told otherwise).
+        #[command(flatten)]
+        scope: serve_scope::ServeScope,
     },
     /// Read or change coral_config.json (no data-directory lock needed).
     Config {
@@ -227,7 +236,9 @@ pub enum Command {
 /// Run `command`; the exit code on success (a command may report a failure of its own as 1).
 pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
     match command {
-        Command::Mcp { http: false, .. } => serve::mcp(cli),
+        Command::Mcp {
+            http: false, scope, ..
+        } => serve::mcp(cli, scope),
         Command::Mcp {
             http: true,
             host,
@@ -235,14 +246,36 @@ pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             token,
             allowed_hosts,
             allowed_origins,
-        } => serve::mcp_http(cli, *host, *port, token, allowed_hosts, allowed_origins),
+            scope,
+        } => serve::mcp_http(
+            cli,
+            serve::Net {
+                host: *host,
+                port: *port,
+                token,
+                allowed_hosts,
+                allowed_origins,
+            },
+            scope,
+        ),
         Command::Http {
             host,
             port,
             token,
             allowed_hosts,
             allowed_origins,
-        } => serve::http(cli, *host, *port, token, allowed_hosts, allowed_origins),
+            scope,
+        } => serve::http(
+            cli,
+            serve::Net {
+                host: *host,
+                port: *port,
+                token,
+                allowed_hosts,
+                allowed_origins,
+            },
+            scope,
+        ),
         Command::PluginJs { url, token } => serve::plugin_js(url, token),
         Command::Config { command } => config::run(cli, command),
         Command::Report => report::report(cli),

@@ -6,56 +6,51 @@ use coral_mcp::{http, http_guard, mcp};
 use super::failure::{Failure, usage};
 use super::globals::Globals;
 use super::plugin;
-use super::session::open;
+use super::serve_scope::ServeScope;
+use super::session::{load_config, open};
 
-/// `coral mcp`: serve the tools over MCP on stdio.
-pub(crate) fn mcp(cli: &Globals) -> Result<u8, Failure> {
-    let coral = open(cli)?;
-    mcp::serve(coral)?;
+/// The network flags of `coral http` and `coral mcp --http`, as given.
+pub(crate) struct Net<'a> {
+    pub(crate) host: std::net::IpAddr,
+    pub(crate) port: u16,
+    pub(crate) token: &'a Option<String>,
+    pub(crate) allowed_hosts: &'a [String],
+    pub(crate) allowed_origins: &'a [String],
+}
+
+/// `coral mcp`: serve the tools over MCP on stdio, for the scope's namespace.
+pub(crate) fn mcp(cli: &Globals, scope: &ServeScope) -> Result<u8, Failure> {
+    let registry = scope.mcp_registry(&load_config(cli)?).map_err(usage)?;
+    mcp::serve_with(open(cli)?, registry)?;
     Ok(0)
 }
 
-/// `coral mcp --http`: serve MCP over Streamable HTTP at /mcp (docs/servers.md).
-pub(crate) fn mcp_http(
-    cli: &Globals,
-    host: std::net::IpAddr,
-    port: u16,
-    token: &Option<String>,
-    allowed_hosts: &[String],
-    allowed_origins: &[String],
-) -> Result<u8, Failure> {
-    let options = http_options(host, port, token, allowed_hosts, allowed_origins)?;
-    let coral = open(cli)?;
-    coral_mcp::mcp_http::serve(coral, options)?;
+/// `coral mcp --http`: serve MCP over Streamable HTTP at /mcp (docs/servers.md), for the
+/// scope's namespace.
+pub(crate) fn mcp_http(cli: &Globals, net: Net, scope: &ServeScope) -> Result<u8, Failure> {
+    let options = http_options(&net)?;
+    let registry = scope.mcp_registry(&load_config(cli)?).map_err(usage)?;
+    coral_mcp::mcp_http::serve_with(open(cli)?, options, registry)?;
     Ok(0)
 }
 
-/// `coral http`: serve the tools over HTTP (docs/servers.md).
-pub(crate) fn http(
-    cli: &Globals,
-    host: std::net::IpAddr,
-    port: u16,
-    token: &Option<String>,
-    allowed_hosts: &[String],
-    allowed_origins: &[String],
-) -> Result<u8, Failure> {
-    let options = http_options(host, port, token, allowed_hosts, allowed_origins)?;
-    let coral = open(cli)?;
-    http::serve(coral, options)?;
+/// `coral http`: serve the tools over HTTP (docs/servers.md); serving more than one namespace
+/// needs a token.
+pub(crate) fn http(cli: &Globals, net: Net, scope: &ServeScope) -> Result<u8, Failure> {
+    let options = http_options(&net)?;
+    let registry = scope
+        .http_registry(&load_config(cli)?, options.guard.has_token())
+        .map_err(usage)?;
+    http::serve_with(open(cli)?, options, registry)?;
     Ok(0)
 }
 
 /// The network options of `coral http` and `coral mcp --http`, checked: the token (or
 /// $CORAL_HTTP_TOKEN; empty counts as unset, an explicit --token must be valid), the allowed
 /// hosts and origins, and no non-loopback bind without a token.
-fn http_options(
-    host: std::net::IpAddr,
-    port: u16,
-    token: &Option<String>,
-    allowed_hosts: &[String],
-    allowed_origins: &[String],
-) -> Result<http::HttpOptions, Failure> {
-    let token = token
+fn http_options(net: &Net) -> Result<http::HttpOptions, Failure> {
+    let token = net
+        .token
         .clone()
         .or_else(|| {
             std::env::var("CORAL_HTTP_TOKEN")
@@ -66,9 +61,9 @@ fn http_options(
         .transpose()
         .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
     let options = http::HttpOptions {
-        host,
-        port,
-        guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
+        host: net.host,
+        port: net.port,
+        guard: http_guard::GuardOptions::new(net.allowed_hosts, net.allowed_origins, token)
             .map_err(usage)?,
     };
     http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;

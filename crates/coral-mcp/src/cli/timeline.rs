@@ -122,6 +122,19 @@ pub enum TimelineCommand {
         #[command(flatten)]
         scope: Scope,
     },
+    /// Forget on purpose: an entry, a turn, a summary, or what a filter matches; the text
+    /// leaves the database file.
+    Forget {
+        #[command(flatten)]
+        forget: super::timeline_forget::ForgetArgs,
+        #[command(flatten)]
+        scope: Scope,
+    },
+    /// The record of what was forgotten (never any text).
+    Forgotten {
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// Whole past turns by local date (and parts of the day) or around an entry.
     Read {
         /// First local day, YYYY-MM-DD.
@@ -192,6 +205,14 @@ pub fn run(cli: &Globals, command: &TimelineCommand) -> Result<u8, Failure> {
     let (tool, args, text) = match command {
         TimelineCommand::Context { scope } => ("timeline_context", scope.args(), !cli.json),
         TimelineCommand::Compact { scope } => ("timeline_compact", scope.args(), false),
+        TimelineCommand::Forget { forget, scope } => {
+            ("timeline_forget", forget.add_to(scope.args()), false)
+        }
+        TimelineCommand::Forgotten { scope } => {
+            let mut m = scope.args();
+            m.remove("conversation_id");
+            ("timeline_forgotten", m, false)
+        }
         TimelineCommand::Retrieve {
             query,
             anchors,

@@ -92,7 +92,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "memory_delete",
-        description: "Delete one memory by id. 按 id 删除一条记忆。",
+        description: "Delete one memory by id; a checkpoint then removes its text from the \
+                      files and the journal (physically_removed says so). \
+                      按 id 删除一条记忆，并通过检查点从文件与日志中物理删除。",
         args: &[ID],
         handler: Handler::Fn(memory_delete),
         http_only: false,
@@ -212,7 +214,31 @@ fn memory_flush(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
 fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let id = args.str("item_id").unwrap_or_default();
     if coral.delete(id)? {
-        Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
+        // The journal still holds the text (its put record) until a checkpoint rewrites the
+        // memory files without it and starts a new journal: run that now, and say whether it
+        // worked (docs/timeline.md, "Forgetting").
+        let (gone, removal) = match coral.flush() {
+            Ok(()) => (
+                true,
+                "checkpointed: its text is no longer in the memory files or the journal (earlier \
+                 backups still hold it) / 已从记忆文件与日志中物理删除"
+                    .to_string(),
+            ),
+            Err(e) => (
+                false,
+                format!(
+                    "deleted, but the journal keeps its text until a checkpoint succeeds \
+                     (memory_flush, or the next automatic one): {e}"
+                ),
+            ),
+        };
+        Ok(json!({
+            "ok": true,
+            "item_id": id,
+            "message": "deleted / 已删除",
+            "physically_removed": gone,
+            "removal": removal,
+        }))
     } else {
         Err(ToolError::Refused(json!({
             "ok": false,

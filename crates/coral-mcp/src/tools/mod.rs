@@ -8,8 +8,11 @@
 
 mod config;
 mod memory;
+mod scope;
 mod threads;
 mod timeline;
+
+pub use scope::{Pin, Scope};
 
 use std::sync::Arc;
 
@@ -279,11 +282,11 @@ pub fn tools() -> &'static [ToolDef] {
             memory::TOOLS,
             threads::TOOLS,
             config::TOOLS,
-            timeline::TOOLS,
-            timeline::HTTP_ONLY,
+            timeline::model_tools(),
         ] {
             all.extend(group.iter().map(ToolDef::clone));
         }
+        all.extend(timeline::host_tools().cloned());
         // coral_stats sits after the thread tools in the original's order.
         if let Some(i) = all.iter().position(|t| t.name == "coral_stats") {
             let stats = all.remove(i);
@@ -297,18 +300,45 @@ pub fn tools() -> &'static [ToolDef] {
     })
 }
 
-/// The tools a server serves: the built-in ones and any a program registers.
+/// The tools a server serves: the built-in ones and any a program registers, and the timeline
+/// namespaces it answers for ([`Scope`]).
 #[derive(Clone)]
 pub struct Registry {
     tools: Vec<ToolDef>,
+    scope: Scope,
 }
 
 impl Registry {
-    /// Coral's own tools.
+    /// Coral's own tools, answering for every namespace a call names ([`Scope::Any`]: what
+    /// the Rust API and the command line use; servers pin with [`Registry::with_scope`]).
     pub fn builtin() -> Registry {
         Registry {
             tools: tools().to_vec(),
+            scope: Scope::Any,
         }
+    }
+
+    /// The same tools answering only for `scope`.
+    pub fn with_scope(mut self, scope: Scope) -> Registry {
+        self.scope = scope;
+        self
+    }
+
+    /// The namespaces this registry answers for.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Serve the HTTP-only tool `name` to MCP clients too (an operator's choice, such as
+    /// `timeline_forget` with `--allow-forget`).
+    pub fn expose_on_mcp(&mut self, name: &str) -> Result<(), ToolError> {
+        let tool = self
+            .tools
+            .iter_mut()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        tool.http_only = false;
+        Ok(())
     }
 
     /// Add a tool. Its name must be new, 1 to 64 characters of `a-z`, `0-9`, `_` and `-`
@@ -354,14 +384,15 @@ impl Registry {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Run the tool `name` with JSON `args` (an object, or null for none): the arguments are
-    /// checked against its declaration first, and errors and refusals are cut to a bounded
-    /// size.
+    /// Run the tool `name` with JSON `args` (an object, or null for none): the registry's
+    /// [`Scope`] is applied and the arguments are checked against the tool's declaration
+    /// first, and errors and refusals are cut to a bounded size.
     pub fn call(&self, coral: &Coral, name: &str, args: &Value) -> Result<Value, ToolError> {
         let tool = self
             .get(name)
             .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
-        let args = validate(tool, args).map_err(ToolError::bounded)?;
+        let args = self.scope.apply(tool, args).map_err(ToolError::bounded)?;
+        let args = validate(tool, &args).map_err(ToolError::bounded)?;
         tool.handler
             .run(coral, &args)
             .map(bound_refusal)

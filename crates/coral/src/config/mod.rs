@@ -29,7 +29,7 @@ pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
     PathsConfig, ReloadConfig, StorageConfig, ThreadsConfig,
 };
-pub use timeline::TimelineConfig;
+pub use timeline::{PinConfig, PolicyConfig, TimelineConfig};
 
 /// The whole configuration (docs/configuration.md). Unknown keys are reported by
 /// [`Config::load`].
@@ -206,8 +206,21 @@ impl Config {
 /// The dotted key and message of the error in the layer keys of a `timeline` section, if
 /// they have one.
 fn flattened_error(timeline: &Value) -> Option<(String, String)> {
-    let e = serde_path_to_error::deserialize::<_, coral_timeline::LayerSettings>(timeline).err()?;
-    Some((format!("timeline.{}", e.path()), e.into_inner().to_string()))
+    fn at<T: serde::de::DeserializeOwned>(value: &Value, prefix: &str) -> Option<(String, String)> {
+        let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
+        Some((format!("{prefix}.{}", e.path()), e.into_inner().to_string()))
+    }
+    // The nested sections are parsed only when given (a missing one takes its defaults).
+    let nested = |key: &str| timeline.get(key).filter(|v| !v.is_null());
+    at::<coral_timeline::LayerSettings>(timeline, "timeline")
+        .or_else(|| nested("pin").and_then(|v| at::<timeline::PinConfig>(v, "timeline.pin")))
+        .or_else(|| {
+            nested("policy").and_then(|v| at::<timeline::PolicyConfig>(v, "timeline.policy"))
+        })
+        .or_else(|| {
+            nested("prompt")
+                .and_then(|v| at::<coral_timeline::PromptOverrides>(v, "timeline.prompt"))
+        })
 }
 
 fn lookup<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {
