@@ -55,6 +55,7 @@ mod snapshot;
 mod store;
 
 pub use coral_base::SyncPolicy;
+pub use coral_base::secrets::Redaction;
 pub use done::looks_completed;
 pub use error::{Error, Result};
 pub use model::{

@@ -30,6 +30,7 @@ use crate::own_journal::OwnJournal;
 use crate::recover::{self, Claimed};
 use crate::set::{ThreadSet, Undo};
 use coral_base::SyncPolicy;
+use coral_base::secrets::Redaction;
 
 /// How often (clock seconds) a store also looks for ended processes' journals when it only
 /// reads; checkpoints always look. A directory listing per second is noise next to the
@@ -92,6 +93,9 @@ pub struct StoreOptions {
     pub sync: SyncPolicy,
     /// The clock (default: the system clock).
     pub clock: Clock,
+    /// Secrets in titles, summaries, notes and reasons replaced by a marker before they are
+    /// journaled (default on; docs/threads.md, "Secrets").
+    pub redaction: Redaction,
 }
 
 impl Default for StoreOptions {
@@ -103,6 +107,7 @@ impl Default for StoreOptions {
             stale_after: Duration::from_secs(10),
             sync: SyncPolicy::default(),
             clock: Clock::system(),
+            redaction: Redaction::default(),
         }
     }
 }
@@ -345,8 +350,11 @@ impl ThreadStore {
         parent_thread_id: Option<&str>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let redaction = &self.shared.options.redaction;
+        let title = redaction.apply(title).0;
+        let summary = summary.map(|s| redaction.apply(s).0);
         self.shared.change(None, |set, now| {
-            let t = set.create(title, summary, parent_thread_id, by, now)?;
+            let t = set.create(&title, summary.as_deref(), parent_thread_id, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -373,8 +381,9 @@ impl ThreadStore {
         done: Option<bool>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let note = self.shared.options.redaction.apply(note).0;
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.advance(thread_id, note, done, by, now)?;
+            let t = set.advance(thread_id, &note, done, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -382,8 +391,9 @@ impl ThreadStore {
     /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
     /// `[中断] reason`.
     pub fn interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
+        let reason = reason.map(|r| self.shared.options.redaction.apply(r).0);
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.interrupt(thread_id, reason, now)?;
+            let t = set.interrupt(thread_id, reason.as_deref(), now)?;
             Ok((t.view(), true))
         })
     }

@@ -39,15 +39,16 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
-    LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig,
-    RetrievalConfig, RetrievalWeights, RrfWeights, StorageConfig, SyncMode, ThreadsConfig,
-    llm_settings,
+    CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig,
+    HeatWeightsConfig, HooksConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig,
+    PathsConfig, PrivacyConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig, RetrievalWeights,
+    RrfWeights, StorageConfig, SyncMode, ThreadsConfig, llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
 };
 pub use coral::Coral;
+pub use coral_base::secrets::{marker as redaction_marker, redact};
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
@@ -77,5 +78,6 @@ pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_da
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::open_threads;
 pub use types::{
-    DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
+    DiskUsage, ImportReport, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit,
+    SearchOptions, Stats,
 };
