@@ -169,6 +169,16 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::thread_cmd::ThreadCommand,
     },
+    /// Answer a client's hook (docs/hooks.md): `coral hook claude-code UserPromptSubmit` reads
+    /// Claude Code's payload on stdin and answers on stdout; never blocks the client.
+    Hook {
+        /// Which client calls.
+        #[command(subcommand)]
+        client: crate::hook::HookClient,
+    },
+    /// The memories relevant to a prompt, as the prompt hook adds them (for hosts with hooks
+    /// of their own; --json for machines).
+    Recall(crate::hook::RecallArgs),
     /// The timeline a host records: its context, compaction, retrieval, catalogue and reads.
     Timeline {
         /// What to do with the timeline.

@@ -34,6 +34,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod globals;
+mod hook;
 mod model_cmd;
 mod notice;
 mod plugin;
@@ -47,11 +48,10 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
 use coral::{Config, Coral, Insert, InsertOptions, SearchOptions};
 use serde_json::{Value, json};
 
-use cli::{Cli, Command};
+use cli::Command;
 use globals::Globals;
 
 /// An error with the exit code it maps to.
@@ -84,7 +84,7 @@ fn usage(msg: impl Into<String>) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = hook::parse_cli();
     match run(&cli.command, &cli.globals) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
@@ -372,6 +372,13 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
                     now: None,
                 },
             )?;
+            if !outcome.redacted.is_empty() && !cli.quiet {
+                errln!(
+                    "coral: {} secret(s) replaced by [redacted:…] before storing ({})",
+                    outcome.redacted.len(),
+                    outcome.redacted.join(", ")
+                );
+            }
             if cli.json {
                 print_json(&insert_json(&outcome));
             } else if outcome.inserted() {
@@ -552,6 +559,16 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
         Command::Import { dir } => import(cli, dir),
         Command::Thread { command } => thread_cmd::run(cli, command),
         Command::Timeline { command } => timeline_cmd::run(cli, command),
+        Command::Hook { client } => Ok(hook::run(cli, client)),
+        Command::Recall(args) => {
+            let recalled = hook::recall(cli, args)?;
+            match (cli.json, recalled["context"].as_str()) {
+                (true, _) => print_json(&recalled),
+                (false, Some(text)) => out!("{text}"),
+                (false, None) => {}
+            }
+            Ok(0)
+        }
         Command::Model { command } => model_cmd::run(cli, command),
         Command::Reembed => model_cmd::reembed(cli),
     }
@@ -611,7 +628,7 @@ fn import(cli: &Globals, dir: &Path) -> Result<u8, Failure> {
 }
 
 fn insert_json(outcome: &Insert) -> serde_json::Value {
-    json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
+    json!({"item_id": outcome.id(), "inserted": outcome.inserted(), "redacted": outcome.redacted.len()})
 }
 
 /// Read stdin line by line; for every line, run `handle` and write exactly one JSON
