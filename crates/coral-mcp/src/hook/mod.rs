@@ -8,6 +8,7 @@ mod capture;
 mod claude_code;
 mod payload;
 mod recall;
+mod relevance;
 mod snapshot;
 mod transcript;
 
@@ -43,7 +44,7 @@ pub struct RecallArgs {
     /// Most memories (default: hooks.recall_top_k).
     #[arg(short = 'k', long = "top-k")]
     pub top_k: Option<usize>,
-    /// Least relevance, 0 to 1 (default: hooks.min_relevance).
+    /// Least share of content words in common, 0 to 1 (default: hooks.min_relevance).
     #[arg(long)]
     pub min_relevance: Option<f64>,
 }

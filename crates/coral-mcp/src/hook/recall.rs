@@ -1,9 +1,11 @@
 //! The memories for one prompt (docs/hooks.md, "Recall"): a search that counts no access,
-//! kept to the memories relevant enough on their content (recency left out) and to a token
+//! kept to the memories relevant enough on their content (`relevance.rs`) and to a token
 //! budget, rendered as quoted data for the model.
 
-use coral::{Coral, HooksConfig, SearchHit, SearchOptions};
+use coral::{Coral, HooksConfig, SearchOptions};
 use serde::Serialize;
+
+use super::relevance::{content_words, overlap};
 
 /// One memory recalled for a prompt.
 #[derive(Clone, Debug, Serialize)]
@@ -12,8 +14,11 @@ pub struct Recalled {
     pub id: String,
     /// The whole memory.
     pub content: String,
-    /// The better of vector cosine and token Jaccard with the prompt, in 0..=1.
+    /// Share of content words in common with the prompt (set cosine), in 0..=1.
     pub relevance: f64,
+    /// Cosine of the prompt's and the memory's vectors when a sentence model made them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
     /// The search's fused score (recency included).
     pub score: f64,
     /// Creation time, Unix seconds.
@@ -23,15 +28,9 @@ pub struct Recalled {
     pub project: Option<String>,
 }
 
-/// How relevant a hit is to the query on its content alone: the better of vector cosine and
-/// token Jaccard, in 0..=1. Recency is left out: a fresh memory that shares nothing with the
-/// prompt is not relevant to it.
-pub fn relevance(hit: &SearchHit) -> f64 {
-    hit.scores.vector.max(hit.scores.jaccard).clamp(0.0, 1.0)
-}
-
-/// The memories relevant to `prompt`: at most `hooks.recall_top_k`, each at least
-/// `hooks.min_relevance`, best first. Nothing is journaled.
+/// The memories relevant to `prompt`: at most `hooks.recall_top_k`, each with at least
+/// `hooks.min_relevance` of its content words in common, or with a sentence model a vector
+/// cosine of at least `hooks.min_similarity`; best first. Nothing is journaled.
 pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result<Vec<Recalled>> {
     if prompt.trim().is_empty() {
         return Ok(Vec::new());
@@ -50,24 +49,36 @@ pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result
             ..SearchOptions::default()
         },
     )?;
-    let mut kept: Vec<Recalled> = hits
+    let words = content_words(prompt);
+    let model = coral.embedder().name() != "hash";
+    let mut kept: Vec<(f64, Recalled)> = hits
         .iter()
-        .filter(|h| relevance(h) >= hooks.min_relevance)
-        .map(|h| Recalled {
-            id: h.item.item_id.clone(),
-            content: h.item.content.clone(),
-            relevance: relevance(h),
-            score: h.score,
-            created: h.item.timestamp,
-            project: h.item.project.clone(),
+        .filter_map(|h| {
+            let relevance = overlap(&words, &content_words(&h.item.content));
+            let similarity = model.then_some(h.scores.vector);
+            let relevant = relevance >= hooks.min_relevance
+                || similarity.is_some_and(|s| s >= hooks.min_similarity);
+            relevant.then(|| {
+                let rank = relevance.max(similarity.unwrap_or(0.0));
+                let r = Recalled {
+                    id: h.item.item_id.clone(),
+                    content: h.item.content.clone(),
+                    relevance,
+                    similarity,
+                    score: h.score,
+                    created: h.item.timestamp,
+                    project: h.item.project.clone(),
+                };
+                (rank, r)
+            })
         })
         .collect();
-    kept.sort_by(|a, b| {
-        b.relevance
-            .total_cmp(&a.relevance)
+    kept.sort_by(|(ra, a), (rb, b)| {
+        rb.total_cmp(ra)
             .then(b.score.total_cmp(&a.score))
             .then_with(|| a.id.cmp(&b.id))
     });
+    let mut kept: Vec<Recalled> = kept.into_iter().map(|(_, r)| r).collect();
     kept.truncate(hooks.recall_top_k);
     Ok(kept)
 }
@@ -131,6 +142,7 @@ mod tests {
             id: id.into(),
             content: content.into(),
             relevance: 0.5,
+            similarity: None,
             score: 0.5,
             created: 1_775_800_000.0,
             project: None,

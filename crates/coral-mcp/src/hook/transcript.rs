@@ -163,3 +163,76 @@ fn texts(content: &Value) -> Option<String> {
         .collect();
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/hooks/claude-code/transcript.jsonl")
+    }
+
+    #[test]
+    fn the_recorded_transcript_gives_its_prompts_and_final_answers() {
+        let t = read(&fixture()).unwrap();
+        // The half-written last line.
+        assert_eq!(t.skipped_lines, 1);
+        assert!(!t.truncated);
+        let shown: Vec<(&str, &str, &str)> = t
+            .exchanges
+            .iter()
+            .map(|x| (x.key.as_str(), x.prompt.as_str(), x.answer.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "b1f0c6a2-3d4e-4f5a-8b6c-7d8e9f0a1b2c",
+                    "Put the drinks the user likes on the menu page. My API key for the menu \
+                     service is sk-proj-AbCdEfGhIjKlMnOpQrStUvWx1234",
+                    // The last message with text, not the one before the tool call.
+                    "I added iced latte to the top of the menu, since the user likes it."
+                ),
+                (
+                    "a6e5f7a8-0000-4000-8000-000000000008",
+                    "Also translate the menu into a formal register",
+                    "Done: the menu now reads formally."
+                ),
+                (
+                    "c8a7b9ca-0000-4000-8000-00000000000a",
+                    "And the prices?",
+                    ""
+                ),
+            ]
+        );
+        // 2026-04-10T02:00:00Z and the answer at 02:00:09Z.
+        assert_eq!(t.exchanges[0].prompt_at, Some(1_775_786_400.0));
+        assert_eq!(t.exchanges[0].answer_at, Some(1_775_786_409.0));
+    }
+
+    #[test]
+    fn text_blocks_of_one_message_make_one_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}"#,
+                "\n",
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"one"}]}}"#,
+                "\n",
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"two"}]}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let t = read(&path).unwrap();
+        assert_eq!(t.exchanges[0].answer, "one\n\ntwo");
+        assert!(
+            read(&dir.path().join("missing.jsonl"))
+                .unwrap_err()
+                .contains("cannot open")
+        );
+    }
+}

@@ -58,9 +58,11 @@ impl CaptureTarget {
 pub struct HooksConfig {
     /// Most memories a prompt gets.
     pub recall_top_k: usize,
-    /// Least relevance (the better of vector cosine and token Jaccard, recency left out) a
-    /// memory needs to be shown with a prompt.
+    /// Least share of content words (function words left out; their set cosine) a memory needs
+    /// in common with a prompt to be shown with it.
     pub min_relevance: f64,
+    /// Or, when a sentence model made the vectors, the least cosine of their vectors.
+    pub min_similarity: f64,
     /// Token budget of the context added to one prompt.
     pub recall_max_tokens: usize,
     /// Memories at or above this importance are in the session-start snapshot.
@@ -81,7 +83,8 @@ impl Default for HooksConfig {
     fn default() -> Self {
         HooksConfig {
             recall_top_k: 5,
-            min_relevance: 0.3,
+            min_relevance: 0.25,
+            min_similarity: 0.45,
             recall_max_tokens: 600,
             snapshot_min_importance: 0.8,
             snapshot_max_memories: 20,
@@ -115,6 +118,7 @@ impl HooksConfig {
         }
         for (key, v) in [
             ("hooks.min_relevance", self.min_relevance),
+            ("hooks.min_similarity", self.min_similarity),
             (
                 "hooks.snapshot_min_importance",
                 self.snapshot_min_importance,
