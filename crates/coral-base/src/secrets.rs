@@ -30,7 +30,7 @@ struct Shape {
 /// alternation.
 macro_rules! secret_names {
     () => {
-        r"password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
+        r"password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
     };
 }
 
@@ -299,6 +299,7 @@ mod tests {
             ("password=hunter22", "hunter22", "password"),
             ("db PASSWORD: \"s3cr3t!x\"", "s3cr3t!x", "password"),
             ("api_key = abcd1234efgh", "abcd1234efgh", "password"),
+            ("TOKEN=abcd1234xyz ./run", "abcd1234xyz", "password"),
             ("我的密码是 Abc12345，别告诉别人", "Abc12345", "password"),
             ("服务器密码：p@ssw0rd", "p@ssw0rd", "password"),
             ("口令=zhima1234", "zhima1234", "password"),
@@ -343,6 +344,7 @@ mod tests {
             "the password field is required",
             "password: ***",
             "token expired, log in again",
+            "max_token = 4096 and tokens: 1234",
             "Bearer of bad news is not a token",
             "eyJ is how JWTs start",
             "密码学是一门有趣的学科",

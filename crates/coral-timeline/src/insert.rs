@@ -162,7 +162,22 @@ impl Timeline {
     ) -> Result<NewEntry<'a>> {
         let mut e = NewEntry::from_input(ns, input, role, turn_id, conversation_id, now)?;
         if self.redaction.is_on() {
-            if !self.redaction.apply_owned(&mut e.text).is_empty() {
+            // Tool arguments are JSON text: redacted value by value, so that a secret under a
+            // key that names one (`{"token": "..."}`) is found and the JSON stays valid.
+            let json = matches!(e.text.trim_start().as_bytes().first(), Some(b'{' | b'['))
+                .then(|| serde_json::from_str::<Value>(&e.text).ok())
+                .flatten();
+            let found = match json {
+                Some(mut value) => {
+                    let found = self.redaction.apply_json(&mut value);
+                    if !found.is_empty() {
+                        e.text = value.to_string();
+                    }
+                    found
+                }
+                None => self.redaction.apply_owned(&mut e.text),
+            };
+            if !found.is_empty() {
                 // Markers can be longer than the secrets they replace.
                 check_text("the text with its secrets replaced", &e.text, true)?;
             }
