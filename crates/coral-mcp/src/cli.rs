@@ -179,6 +179,9 @@ pub enum Command {
     /// The memories relevant to a prompt, as the prompt hook adds them (for hosts with hooks
     /// of their own; --json for machines).
     Recall(crate::hook::RecallArgs),
+    /// Register Coral with a client (claude-desktop, claude-code, cursor, cline, dsh): its
+    /// entry added or updated, never twice, the file backed up; --dry-run, --remove.
+    Setup(crate::setup::SetupArgs),
     /// The timeline a host records: its context, compaction, retrieval, catalogue and reads.
     Timeline {
         /// What to do with the timeline.

@@ -38,6 +38,7 @@ mod hook;
 mod model_cmd;
 mod notice;
 mod plugin;
+mod setup;
 mod thread_cmd;
 mod time;
 mod timeline_cmd;
@@ -560,6 +561,7 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
         Command::Thread { command } => thread_cmd::run(cli, command),
         Command::Timeline { command } => timeline_cmd::run(cli, command),
         Command::Hook { client } => Ok(hook::run(cli, client)),
+        Command::Setup(args) => Ok(setup::run(cli, args)?),
         Command::Recall(args) => {
             let recalled = hook::recall(cli, args)?;
             match (cli.json, recalled["context"].as_str()) {
