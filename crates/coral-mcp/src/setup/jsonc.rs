@@ -421,7 +421,8 @@ fn render(value: &Value, indent: &str) -> String {
     pretty.replace('\n', &format!("\n{indent}"))
 }
 
-/// One value's text without its comments (for reading values written with comments inside).
+/// One value's JSONC text as strict JSON: comments and trailing commas dropped (for reading
+/// a value written with them inside).
 fn strip_comments(text: &str) -> Option<String> {
     let mut p = Parser {
         text,
@@ -429,22 +430,30 @@ fn strip_comments(text: &str) -> Option<String> {
         pos: 0,
         comments: true,
     };
-    let mut out = String::new();
-    let mut last = 0;
+    let mut out = String::with_capacity(text.len());
     while p.pos < text.len() {
         match p.bytes[p.pos] {
             b'"' => {
+                let start = p.pos;
                 p.string().ok()?;
+                out.push_str(&text[start..p.pos]);
             }
-            b'/' => {
-                out.push_str(&text[last..p.pos]);
-                p.skip().ok()?;
-                last = p.pos;
+            b'/' => p.skip().ok()?,
+            b',' => {
+                p.pos += 1;
+                let mut ahead = Parser { pos: p.pos, ..p };
+                ahead.skip().ok()?;
+                if !matches!(ahead.bytes.get(ahead.pos), Some(b'}' | b']')) {
+                    out.push(',');
+                }
             }
-            _ => p.pos += 1,
+            _ => {
+                let c = text[p.pos..].chars().next()?;
+                out.push(c);
+                p.pos += c.len_utf8();
+            }
         }
     }
-    out.push_str(&text[last..]);
     Some(out)
 }
 
