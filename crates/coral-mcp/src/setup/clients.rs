@@ -127,10 +127,13 @@ impl Client {
 /// `disabled`, ...) are kept.
 pub const OWNED_KEYS: [&str; 3] = ["command", "args", "type"];
 
+/// A lookup of environment variables (empty values count as unset).
+pub type VarLookup = Box<dyn Fn(&str) -> Option<String>>;
+
 /// The environment setup reads: variables and the platform.
 pub struct Env {
     /// Variable lookup.
-    pub var: Box<dyn Fn(&str) -> Option<String>>,
+    pub var: VarLookup,
     /// `macos`, `windows`, or anything else for the XDG layout.
     pub os: &'static str,
 }
