@@ -106,6 +106,8 @@ fn tools_change_only_tuning_keys() {
         "threads.path",
         "storage.sync",
         "storage.sync_interval_ms",
+        "privacy.redact_secrets",
+        "hooks.capture",
     ] {
         assert!(refused.iter().any(|k| k == must), "{must} is not refused");
     }
