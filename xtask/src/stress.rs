@@ -20,7 +20,7 @@ const SEARCHES: usize = 500;
 const GOVERNED: usize = 300;
 
 /// splitmix64: deterministic and dependency-free.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -31,12 +31,12 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
 
-fn words(root: &Path) -> Result<Vec<String>> {
+pub(crate) fn words(root: &Path) -> Result<Vec<String>> {
     let path = root.join("../shared/upstream-data/coral_bench_corpora.json");
     let fallback = || {
         [
@@ -87,7 +87,7 @@ fn words(root: &Path) -> Result<Vec<String>> {
     Ok(list)
 }
 
-fn text(i: usize, words: &[String], rng: &mut Rng) -> String {
+pub(crate) fn text(i: usize, words: &[String], rng: &mut Rng) -> String {
     let w1 = &words[rng.below(words.len())];
     let w3 = &words[rng.below(words.len())];
     let r1 = rng.below(10_000);

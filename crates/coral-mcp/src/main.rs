@@ -7,11 +7,11 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use coral_mcp::errln;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    // `coral hook` answers a malformed command line too, without blocking its client.
+    let cli = cli::hook::parse_cli();
     match cli::run(&cli.command, &cli.globals) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 pub const SERVER_NAME: &str = "coral-memory";
 
 /// The MCP tool list built from the registry: the tools meant for models (the timeline's
-/// host-side writes are served over HTTP only).
+/// host-side writes are served over HTTP only), each with its title and annotations.
 pub fn tool_list(registry: &Registry) -> Vec<Tool> {
     registry
         .tools()
@@ -37,7 +37,11 @@ pub fn tool_list(registry: &Registry) -> Vec<Tool> {
                 Value::Object(m) => m,
                 _ => serde_json::Map::new(),
             };
-            Tool::new(t.name, t.description, schema)
+            let tool = Tool::new(t.name, t.description, schema);
+            match registry.annotations(t.name) {
+                Some(a) => tool.with_title(a.title).with_annotations(a.to_mcp()),
+                None => tool,
+            }
         })
         .collect()
 }

@@ -113,6 +113,8 @@ fn tools_change_only_tuning_keys() {
         "timeline.pin.any_namespace",
         "timeline.policy.allowed_kind_prefixes",
         "timeline.policy.forget_over_mcp",
+        "privacy.redact_secrets",
+        "hooks.capture",
     ] {
         assert!(refused.iter().any(|k| k == must), "{must} is not refused");
     }

@@ -58,6 +58,7 @@ mod store;
 mod threads_file;
 
 pub use coral_base::SyncPolicy;
+pub use coral_base::secrets::Redaction;
 pub use done::looks_completed;
 pub use error::{Error, Result};
 pub use model::{

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use coral_base::SyncPolicy;
+use coral_base::secrets::Redaction;
 
 /// The source of "now" (Unix seconds) for timestamps and the coalescing window. Tests pass a
 /// clock they control; everything else uses [`Clock::system`].
@@ -62,6 +63,9 @@ pub struct StoreOptions {
     pub sync: SyncPolicy,
     /// The clock (default: the system clock).
     pub clock: Clock,
+    /// Secrets in titles, summaries, notes and reasons replaced by a marker before they are
+    /// journaled (default on; docs/threads.md, "Secrets").
+    pub redaction: Redaction,
 }
 
 impl Default for StoreOptions {
@@ -73,6 +77,7 @@ impl Default for StoreOptions {
             stale_after: Duration::from_secs(10),
             sync: SyncPolicy::default(),
             clock: Clock::system(),
+            redaction: Redaction::default(),
         }
     }
 }

@@ -164,8 +164,11 @@ impl ThreadStore {
         parent_thread_id: Option<&str>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let redaction = &self.shared.options.redaction;
+        let title = redaction.apply(title).0;
+        let summary = summary.map(|s| redaction.apply(s).0);
         self.shared.change(None, |set, now| {
-            let t = set.create(title, summary, parent_thread_id, by, now)?;
+            let t = set.create(&title, summary.as_deref(), parent_thread_id, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -192,8 +195,9 @@ impl ThreadStore {
         done: Option<bool>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let note = self.shared.options.redaction.apply(note).0;
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.advance(thread_id, note, done, by, now)?;
+            let t = set.advance(thread_id, &note, done, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -201,8 +205,9 @@ impl ThreadStore {
     /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
     /// `[中断] reason`.
     pub fn interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
+        let reason = reason.map(|r| self.shared.options.redaction.apply(r).0);
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.interrupt(thread_id, reason, now)?;
+            let t = set.interrupt(thread_id, reason.as_deref(), now)?;
             Ok((t.view(), true))
         })
     }

@@ -146,7 +146,11 @@ fn check_key(key: &str) -> Result<()> {
 }
 
 fn unknown(key: &str) -> Error {
-    let sections: Vec<&str> = TUNABLE.iter().copied().chain(["llm"]).collect();
+    let sections: Vec<&str> = TUNABLE
+        .iter()
+        .copied()
+        .chain(["privacy", "hooks", "llm"])
+        .collect();
     Error::InvalidInput(format!(
         "no config key {key:?}; keys look like memory.capacity_threshold (sections: {})",
         sections.join(", ")

@@ -50,6 +50,13 @@ pub(crate) fn insert(
             now: None,
         },
     )?;
+    if !outcome.redacted.is_empty() && !cli.quiet {
+        errln!(
+            "coral: {} secret(s) replaced by [redacted:…] before storing ({})",
+            outcome.redacted.len(),
+            outcome.redacted.join(", ")
+        );
+    }
     if cli.json {
         print_json(&insert_json(&outcome));
     } else if outcome.inserted() {

@@ -18,6 +18,7 @@ mod backup;
 mod config;
 mod failure;
 mod globals;
+pub(crate) mod hook;
 mod memory;
 mod model;
 mod notice;
@@ -26,6 +27,7 @@ mod report;
 mod serve;
 mod serve_scope;
 mod session;
+mod setup;
 mod stream;
 mod thread;
 mod time;
@@ -225,6 +227,19 @@ pub enum Command {
         #[command(subcommand)]
         command: thread::ThreadCommand,
     },
+    /// Answer a client's hook (docs/hooks.md): `coral hook claude-code UserPromptSubmit` reads
+    /// Claude Code's payload on stdin and answers on stdout; never blocks the client.
+    Hook {
+        /// Which client calls.
+        #[command(subcommand)]
+        client: hook::HookClient,
+    },
+    /// The memories relevant to a prompt, as the prompt hook adds them (for hosts with hooks
+    /// of their own; --json for machines).
+    Recall(hook::RecallArgs),
+    /// Register Coral with a client (claude-desktop, claude-code, cursor, cline, dsh): its
+    /// entry added or updated, never twice, the file backed up; --dry-run, --remove.
+    Setup(setup::SetupArgs),
     /// The timeline a host records: its context, compaction, retrieval, catalogue and reads.
     Timeline {
         /// What to do with the timeline.
@@ -309,5 +324,16 @@ pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
         Command::Reembed => model::reembed(cli),
         Command::Thread { command } => thread::run(cli, command),
         Command::Timeline { command } => timeline::run(cli, command),
+        Command::Hook { client } => Ok(hook::run(cli, client)),
+        Command::Setup(args) => Ok(setup::run(cli, args)?),
+        Command::Recall(args) => {
+            let recalled = hook::recall(cli, args)?;
+            match (cli.json, recalled["context"].as_str()) {
+                (true, _) => output::print_json(&recalled),
+                (false, Some(text)) => out!("{text}"),
+                (false, None) => {}
+            }
+            Ok(0)
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::time;
 
 /// The JSON answer to an insert: its id and whether it was new.
 pub(crate) fn insert_json(outcome: &Insert) -> serde_json::Value {
-    json!({"item_id": outcome.id(), "inserted": outcome.inserted()})
+    json!({"item_id": outcome.id(), "inserted": outcome.inserted(), "redacted": outcome.redacted.len()})
 }
 
 /// Read stdin line by line; for every line, run `handle` and write exactly one JSON

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
-use coral::{Coral, Insert, InsertOptions, MAX_TOP_K, SearchOptions};
+use coral::{Coral, InsertOptions, InsertOutcome, MAX_TOP_K, SearchOptions};
 
 const ID: Arg = Arg {
     name: "item_id",
@@ -177,22 +177,30 @@ fn memory_insert(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             ..InsertOptions::default()
         },
     )?;
-    let message = match &outcome {
-        Insert::Inserted(_) => "stored; durable now / 已写入并持久化".to_string(),
-        Insert::Merged(id) => {
+    let mut message = match &outcome.outcome {
+        InsertOutcome::Inserted(_) => "stored; durable now / 已写入并持久化".to_string(),
+        InsertOutcome::Merged(id) => {
             format!("a similar memory already existed; merged into {id} / 与已有记忆相似，已合并")
         }
     };
+    let redacted = outcome.redacted.len();
+    if redacted > 0 {
+        message.push_str(&format!(
+            "; {redacted} secret(s) replaced by [redacted:…] before storing / {redacted} 处密钥已替换为标记"
+        ));
+    }
     // As in the original, `item_id` is the new memory's id and null for a merge;
-    // `merged_into` names the memory that absorbed it.
+    // `merged_into` names the memory that absorbed it. `redacted` (Coral's) counts the secrets
+    // kept out of the memory.
     let mut answer = json!({
         "inserted": outcome.inserted(),
         "item_id": outcome.inserted().then(|| outcome.id()),
         "message": message,
         "persisted": true,
         "hint": "already durable: memory_flush is not needed / 已持久化，无需调用 memory_flush",
+        "redacted": redacted,
     });
-    if let Insert::Merged(id) = &outcome {
+    if let InsertOutcome::Merged(id) = &outcome.outcome {
         answer["merged_into"] = json!(id);
     }
     Ok(answer)

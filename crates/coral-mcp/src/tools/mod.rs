@@ -6,6 +6,7 @@
 //! declaration, so they cannot drift apart. [`Registry::builtin`] holds Coral's tools; a
 //! program embedding Coral adds its own with [`Registry::register`] and serves them all.
 
+mod annotations;
 mod config;
 mod memory;
 mod scope;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use coral::Coral;
+
+pub use annotations::Annotations;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -306,16 +309,38 @@ pub fn tools() -> &'static [ToolDef] {
 pub struct Registry {
     tools: Vec<ToolDef>,
     scope: Scope,
+    /// Each tool's annotations, by name (every built-in tool has them; see `annotations.rs`).
+    annotations: std::collections::BTreeMap<&'static str, Annotations>,
 }
 
 impl Registry {
     /// Coral's own tools, answering for every namespace a call names ([`Scope::Any`]: what
     /// the Rust API and the command line use; servers pin with [`Registry::with_scope`]).
     pub fn builtin() -> Registry {
+        let tools = tools().to_vec();
+        let annotations = tools
+            .iter()
+            .filter_map(|t| annotations::builtin(t.name).map(|a| (t.name, a)))
+            .collect();
         Registry {
-            tools: tools().to_vec(),
+            tools,
+            annotations,
             scope: Scope::Any,
         }
+    }
+
+    /// Declare what the registered tool `name` does ([`Annotations`]), for MCP clients.
+    pub fn annotate(&mut self, name: &str, annotations: Annotations) -> Result<(), ToolError> {
+        let tool = self
+            .get(name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        self.annotations.insert(tool.name, annotations);
+        Ok(())
+    }
+
+    /// The annotations of the tool `name`, when it has them.
+    pub fn annotations(&self, name: &str) -> Option<Annotations> {
+        self.annotations.get(name).copied()
     }
 
     /// The same tools answering only for `scope`.
@@ -594,6 +619,31 @@ mod tests {
             );
             assert!(t.description.split(' ').filter(|w| w.is_ascii()).count() >= 3);
         }
+    }
+
+    #[test]
+    fn every_builtin_tool_is_annotated_and_programs_can_annotate_theirs() {
+        let mut registry = Registry::builtin();
+        for t in tools() {
+            let a = registry
+                .annotations(t.name)
+                .unwrap_or_else(|| panic!("{} has no annotations", t.name));
+            assert!(!(a.read_only && a.destructive), "{}", t.name);
+        }
+        // The table names no tool that does not exist.
+        let hint = Annotations::read_only("Echo / 回显");
+        assert!(matches!(
+            registry.annotate("no_such_tool", hint),
+            Err(ToolError::UnknownTool(_))
+        ));
+        registry
+            .register(ToolDef::new("echo", "Echo. 回显。", &[], |_, _| {
+                Ok(json!({}))
+            }))
+            .unwrap();
+        assert_eq!(registry.annotations("echo"), None);
+        registry.annotate("echo", hint).unwrap();
+        assert_eq!(registry.annotations("echo"), Some(hint));
     }
 
     #[test]

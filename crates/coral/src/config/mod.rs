@@ -7,6 +7,7 @@
 //! dotted key and the offending value. Nothing ever falls back to defaults silently. Where the
 //! files are is `paths.rs`.
 
+mod hooks;
 mod modes;
 mod paths;
 mod ranking;
@@ -21,13 +22,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use hooks::{CaptureTarget, HooksConfig};
 pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};
 pub use ranking::{HybridConfig, RETRIEVAL_MODES, RetrievalMode};
 pub use retrieval::{RetrievalConfig, RetrievalWeights, RrfWeights};
 pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
-    PathsConfig, ReloadConfig, StorageConfig, ThreadsConfig,
+    PathsConfig, PrivacyConfig, ReloadConfig, StorageConfig, ThreadsConfig,
 };
 pub use timeline::{PinConfig, PolicyConfig, TimelineConfig};
 
@@ -56,6 +58,10 @@ pub struct Config {
     pub threads: ThreadsConfig,
     /// `timeline.*`
     pub timeline: TimelineConfig,
+    /// Secrets kept out of what is stored.
+    pub privacy: PrivacyConfig,
+    /// What `coral hook` does for a client.
+    pub hooks: HooksConfig,
     /// LLM endpoint for distillation.
     pub llm: LlmConfig,
     /// Directory that relative paths are resolved against (the config file's directory).
@@ -79,6 +85,8 @@ impl Default for Config {
             storage: StorageConfig::default(),
             threads: ThreadsConfig::default(),
             timeline: TimelineConfig::default(),
+            privacy: PrivacyConfig::default(),
+            hooks: HooksConfig::default(),
             llm: LlmConfig::default(),
             base_dir: PathBuf::from("."),
             data_dir_override: None,

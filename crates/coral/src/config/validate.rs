@@ -112,6 +112,7 @@ impl Config {
         if let Err(e) = coral_timeline::parse_zone(&self.timeline.timezone) {
             p.push(format!("timeline.timezone: {e}"));
         }
+        self.hooks.problems(&mut p);
         if s.wal_max_bytes < 4096 {
             p.push(format!(
                 "storage.wal_max_bytes = {} must be at least 4096",
