@@ -104,7 +104,7 @@ impl CoralServer {
     async fn project(&self) -> Option<String> {
         let scope = self.registry.project();
         if scope.is_auto()
-            && let Some(from_roots) = self.session.from_roots().await
+            && let Some(from_roots) = self.session.roots_project().await
         {
             return from_roots;
         }

@@ -77,7 +77,7 @@ impl SessionProject {
 
     /// The roots' project once known: `Some(project)` when the roots decided (`Some(None)`:
     /// shared), `None` when they do not, and the launch directory's project applies.
-    pub(crate) async fn from_roots(&self) -> Option<Option<String>> {
+    pub(crate) async fn roots_project(&self) -> Option<Option<String>> {
         let mut rx = self.roots.subscribe();
         let settled = tokio::time::timeout(ROOTS_WAIT, rx.wait_for(|r| *r != Roots::Asking)).await;
         match settled {

@@ -173,6 +173,14 @@ impl Server {
         }
     }
 
+    /// The lines said so far, without waiting.
+    fn said(&mut self) -> &[String] {
+        while let Ok(line) = self.lines.try_recv() {
+            self.seen.push(line);
+        }
+        &self.seen
+    }
+
     /// A clean stop: stdin closed for `coral mcp`, SIGTERM for the HTTP servers.
     fn stop(mut self, http: bool) {
         if http {
@@ -248,7 +256,10 @@ fn every_server_kind_answers_like_the_store() {
 
 #[test]
 fn with_a_model_the_socket_answers_like_the_store() {
-    let Some(dir) = std::env::var_os("CORAL_TEST_USE_DIR").filter(|d| !d.is_empty()) else {
+    let Some(dir) = std::env::var("CORAL_TEST_USE_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+    else {
         assert_ne!(
             std::env::var("CORAL_REQUIRE_MODELS").as_deref(),
             Ok("1"),
@@ -295,16 +306,19 @@ fn two_servers_share_the_socket_and_the_second_takes_over() {
     standby.wait_for("stands by");
     let (out, said) = home.hook(PROMPT);
     assert!(said.contains("through the server"), "{said}");
-    // The standing-by server did not take the socket: the owner still answers after it
-    // started (its socket file is the same one).
-    let before = std::fs::metadata(home.socket()).unwrap();
+    // While the owner lives, the other's retries (every 2 s) leave the socket alone.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        !standby.said().iter().any(|l| l.contains("took over")),
+        "{:?}",
+        standby.said()
+    );
+    let (still, said) = home.hook(PROMPT);
+    assert!(said.contains("through the server"), "{said}");
+    assert_eq!(still, out);
+    // The owner's death lets the other take over; then it answers alone.
     owner.kill();
     standby.wait_for("took over the recall socket");
-    let after = std::fs::metadata(home.socket()).unwrap();
-    assert_ne!(
-        std::os::unix::fs::MetadataExt::ino(&before),
-        std::os::unix::fs::MetadataExt::ino(&after)
-    );
     let (again, said) = home.hook(PROMPT);
     assert!(said.contains("through the server"), "{said}");
     assert_eq!(again, out);
@@ -393,4 +407,43 @@ fn with_the_socket_switched_off_the_hook_opens_the_store() {
     assert!(said.contains("from the store"), "{said}");
     assert!(out.contains("iced latte"), "{out}");
     server.stop(false);
+}
+
+/// A socket file that a program other than Coral answers: whatever it says, the hook answers
+/// from the store, exits 0 and notes what went wrong.
+#[test]
+fn a_socket_that_answers_badly_is_noted_and_the_store_answers() {
+    let home = Home::hash();
+    home.fill();
+    let (expected, _) = home.hook(PROMPT);
+    assert!(expected.contains("iced latte"), "{expected}");
+    for (reply, needle) in [
+        (Some(&b"garbage\n"[..]), "not the recall format"),
+        (
+            Some(b"{\"ok\": false, \"error\": \"no thanks\"}\n"),
+            "refused: no thanks",
+        ),
+        (Some(b"{\"ok\": true"), "closed without a whole answer"),
+        (None, "did not answer within 2000 ms"),
+    ] {
+        let listener = std::os::unix::net::UnixListener::bind(home.socket()).unwrap();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(&mut stream).read_line(&mut line).unwrap();
+            match reply {
+                Some(bytes) => stream.write_all(bytes).unwrap(),
+                // Never answer: hold the connection past the hook's deadline.
+                None => std::thread::sleep(Duration::from_secs(4)),
+            }
+            line
+        });
+        let (out, said) = home.hook(PROMPT);
+        let asked = peer.join().unwrap();
+        assert!(asked.contains("\"op\":\"recall\""), "{asked}");
+        assert!(said.contains(needle), "{needle}: {said}");
+        assert!(said.contains("the store was opened instead"), "{said}");
+        assert_eq!(out, expected);
+        std::fs::remove_file(home.socket()).unwrap();
+    }
 }
