@@ -265,6 +265,21 @@ impl Coral {
         self.engine.reembed(progress)
     }
 
+    /// Make the approximate vector index ready now (docs/ann.md) instead of at the first
+    /// search that needs it: loaded from `coral_ann.idx` and caught up with the pool, or, when
+    /// that file is missing, damaged or of another embedder, built from the pool with
+    /// `progress(done, total)`. Works whatever the pool's size (`retrieval.ann_threshold` only
+    /// decides when searches use it).
+    pub fn prepare_vector_index(
+        &self,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<crate::VectorIndexReport> {
+        let mut engine = self.engine.lock();
+        Ok(engine
+            .door
+            .prepare_vectors(self.engine.embedder.name(), &mut progress))
+    }
+
     // Governance.
 
     /// Distil now with a given client (tests and tools inject their own), whatever the

@@ -68,6 +68,7 @@ pub use engine::guard::{
     Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
 };
 pub use engine::reembed::{ReembedCheck, ReembedReport};
+pub use engine::vector_index::VectorIndexReport;
 pub use engine::vectors::{OPEN_RECOMPUTE_LIMIT, vector_meta_path};
 pub use error::{Error, Result};
 pub use governance::GovernanceStats;
