@@ -19,6 +19,9 @@ use crate::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"CORALANN";
 
+/// Largest tag a file may carry.
+const MAX_TAG: usize = 1 << 16;
+
 /// Format version; a file of another version is refused (and rebuilt by the caller).
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -40,8 +43,8 @@ fn put_slice<T: bytemuck::Pod>(out: &mut Vec<u8>, values: &[T], to_le: impl Fn(&
     }
 }
 
-/// Encodes `index` with `tag` into the file's bytes.
-pub(crate) fn encode(index: &AnnIndex, tag: &[u8]) -> Vec<u8> {
+/// Encodes `index` with `tag` and `payload` into the file's bytes.
+pub(crate) fn encode(index: &AnnIndex, tag: &[u8], payload: &[u8]) -> Vec<u8> {
     let nodes = index.labels.len();
     let mut out = Vec::with_capacity(nodes * (index.dim + 4 * index.m0 + 16) + tag.len() + 128);
     out.extend_from_slice(MAGIC);
@@ -80,6 +83,8 @@ pub(crate) fn encode(index: &AnnIndex, tag: &[u8]) -> Vec<u8> {
     put_slice(&mut out, &dead, |v| v.to_le());
     out.extend_from_slice(&(index.free.len() as u32).to_le_bytes());
     put_slice(&mut out, &index.free, |v| v.to_le());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -152,7 +157,7 @@ pub fn read_tag(path: &Path) -> Result<Option<Vec<u8>>> {
     })?;
     check_head(&head, path)?;
     let len = u32::from_le_bytes([head[12], head[13], head[14], head[15]]) as usize;
-    if len > 1 << 20 {
+    if len > MAX_TAG {
         return Err(Error::Corrupted {
             path: path.to_path_buf(),
             detail: format!("tag of {len} bytes"),
@@ -180,9 +185,12 @@ fn check_head(head: &[u8], path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Decodes a file's bytes into the index and its tag; anything short of a whole, intact,
-/// consistent file is [`Error::Corrupted`].
-pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<(AnnIndex, Vec<u8>)> {
+/// What a file holds besides the index: the caller's tag and payload.
+pub type Saved = (AnnIndex, Vec<u8>, Vec<u8>);
+
+/// Decodes a file's bytes into the index, its tag and payload; anything short of a whole,
+/// intact, consistent file is [`Error::Corrupted`].
+pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Saved> {
     let bad = |detail: String| Error::Corrupted {
         path: path.to_path_buf(),
         detail,
@@ -245,6 +253,8 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<(AnnIndex, Vec<u8>)> {
     let dead = r.u32s(dead_count)?;
     let free_count = r.u32()? as usize;
     index.free = r.u32s(free_count)?;
+    let payload_len = usize::try_from(r.u64()?).map_err(|_| bad("payload too long".into()))?;
+    let payload = r.take(payload_len)?.to_vec();
     if r.at != body.len() {
         return Err(bad(format!("{} bytes after the end", body.len() - r.at)));
     }
@@ -262,7 +272,7 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<(AnnIndex, Vec<u8>)> {
     index.inserts = inserts;
     index.scratch = VisitedPool::default();
     validate(&mut index).map_err(bad)?;
-    Ok((index, tag))
+    Ok((index, tag, payload))
 }
 
 /// Checks every number that indexes an array (so a file that passed its checksum but was
@@ -318,12 +328,20 @@ fn validate(index: &mut AnnIndex) -> std::result::Result<(), String> {
 }
 
 impl AnnIndex {
-    /// Writes the index with the caller's `tag` to `path` atomically: a temporary file beside
+    /// Writes the index with the caller's `tag` (small: what the index is of, for
+    /// [`read_tag`]) and `payload` (anything the caller keeps with it) to `path` atomically: a
+    /// temporary file beside
     /// it, synced, then renamed over `path` (and the directory synced). A process killed
     /// meanwhile leaves the old file (or none) and at worst a stray temporary file, which
     /// [`AnnIndex::load`] never reads.
-    pub fn save(&self, path: &Path, tag: &[u8]) -> Result<()> {
-        let bytes = encode(self, tag);
+    pub fn save(&self, path: &Path, tag: &[u8], payload: &[u8]) -> Result<()> {
+        if tag.len() > MAX_TAG {
+            return Err(Error::InvalidParams(format!(
+                "a tag of {} bytes is over the {MAX_TAG} allowed",
+                tag.len()
+            )));
+        }
+        let bytes = encode(self, tag, payload);
         let tmp = temp_path(path);
         let result = (|| {
             let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
@@ -350,9 +368,9 @@ impl AnnIndex {
         result
     }
 
-    /// Reads an index saved by [`AnnIndex::save`], with its tag. A missing file is
-    /// [`Error::Io`] with `NotFound`; a torn, damaged or foreign one [`Error::Corrupted`].
-    pub fn load(path: &Path) -> Result<(AnnIndex, Vec<u8>)> {
+    /// Reads an index saved by [`AnnIndex::save`], with its tag and payload. A missing file
+    /// is [`Error::Io`] with `NotFound`; a torn, damaged or foreign one [`Error::Corrupted`].
+    pub fn load(path: &Path) -> Result<Saved> {
         let bytes = std::fs::read(path).map_err(io(path))?;
         decode(&bytes, path)
     }

@@ -32,5 +32,5 @@ mod quant;
 mod visited;
 
 pub use error::{Error, Result};
-pub use file::{FORMAT_VERSION, read_tag, temp_path};
+pub use file::{FORMAT_VERSION, Saved, read_tag, temp_path};
 pub use hnsw::{AnnIndex, Filter, Hit, Params, Query};

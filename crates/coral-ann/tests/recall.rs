@@ -161,11 +161,12 @@ fn saved_index_loads_identical_and_damage_is_refused() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ann.idx");
-    index.save(&path, b"tag: hash 16").unwrap();
+    index.save(&path, b"tag: hash 16", b"payload").unwrap();
     assert!(!coral_ann::temp_path(&path).exists());
     assert_eq!(coral_ann::read_tag(&path).unwrap().unwrap(), b"tag: hash 16");
-    let (loaded, tag) = AnnIndex::load(&path).unwrap();
+    let (loaded, tag, payload) = AnnIndex::load(&path).unwrap();
     assert_eq!(tag, b"tag: hash 16");
+    assert_eq!(payload, b"payload");
     assert_eq!(loaded.len(), index.len());
     assert_eq!(loaded.tombstones(), index.tombstones());
     for q in &queries {
