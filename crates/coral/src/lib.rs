@@ -39,7 +39,7 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
+    ANN_THRESHOLD, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
     HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES,
     ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
     SyncMode, ThreadsConfig, llm_settings,
