@@ -141,12 +141,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         match a.as_str() {
             "--items" => items = value.parse()?,
             "--queries" => queries = value.parse()?,
-            "--dims" => {
-                dims = value
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?
-            }
+            "--dims" => dims = value.split(',').map(str::parse).collect::<Result<_, _>>()?,
             other => bail!("unknown option {other:?} (--items N, --dims 384,512, --queries Q)"),
         }
     }
@@ -166,7 +161,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
 fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value> {
     println!("stress-1m: {items} items, hash vectors of {dim} dims");
     let mut rng = Rng(SEED ^ dim as u64);
-    let texts: Vec<String> = (0..items + LIVE_INSERTS).map(|i| text(i, &mut rng)).collect();
+    let texts: Vec<String> = (0..items + LIVE_INSERTS)
+        .map(|i| text(i, &mut rng))
+        .collect();
     let dir = tempfile::tempdir()?;
     let config_path = dir.path().join("coral_config.json");
     std::fs::write(
@@ -313,7 +310,11 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     // Recall of the saved index against brute force over the same vectors.
     let (index, _, payload) = AnnIndex::load(&data_dir.join("coral_ann.idx"))?;
     let index_bytes = index.memory_bytes();
-    let by_id: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    let by_id: HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
     let slots = slot_ids(&payload)?;
     let embedder = HashEmbedder::new(dim)?;
     // Per slot, the text number (None for free slots).

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A vector of the wrong length.
-    #[error("vector has {got} dimensions but the index holds {want}; embed with the index's model or rebuild the index")]
+    #[error(
+        "vector has {got} dimensions but the index holds {want}; embed with the index's model or rebuild the index"
+    )]
     Dimension {
         /// The index's dimension.
         want: usize,

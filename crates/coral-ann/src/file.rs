@@ -56,11 +56,18 @@ pub(crate) fn encode(index: &AnnIndex, tag: &[u8], payload: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&index.params.seed.to_le_bytes());
     out.extend_from_slice(&index.inserts.to_le_bytes());
-    for v in [nodes as u32, index.entry, index.top as u32, index.live as u32] {
+    for v in [
+        nodes as u32,
+        index.entry,
+        index.top as u32,
+        index.live as u32,
+    ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     put_slice(&mut out, &index.codes, |v| *v);
-    put_slice(&mut out, &index.scales, |v| f32::from_bits(v.to_bits().to_le()));
+    put_slice(&mut out, &index.scales, |v| {
+        f32::from_bits(v.to_bits().to_le())
+    });
     put_slice(&mut out, &index.labels, |v| v.to_le());
     out.extend_from_slice(&index.levels);
     out.extend_from_slice(&index.lens0);
@@ -77,7 +84,12 @@ pub(crate) fn encode(index: &AnnIndex, tag: &[u8], payload: &[u8]) -> Vec<u8> {
         }
     }
     let dead: Vec<u32> = (0..nodes as u32)
-        .filter(|&n| index.dead.get(n as usize / 64).is_some_and(|w| w >> (n % 64) & 1 == 1))
+        .filter(|&n| {
+            index
+                .dead
+                .get(n as usize / 64)
+                .is_some_and(|w| w >> (n % 64) & 1 == 1)
+        })
         .collect();
     out.extend_from_slice(&(dead.len() as u32).to_le_bytes());
     put_slice(&mut out, &dead, |v| v.to_le());
@@ -134,7 +146,10 @@ impl<'a> Reader<'a> {
     }
 
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>> {
-        let b = self.take(n.checked_mul(4).ok_or_else(|| self.bad("length overflows"))?)?;
+        let b = self.take(
+            n.checked_mul(4)
+                .ok_or_else(|| self.bad("length overflows"))?,
+        )?;
         Ok(b.chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
@@ -319,7 +334,8 @@ fn validate(index: &mut AnnIndex) -> std::result::Result<(), String> {
     if live != index.live {
         return Err(format!("{live} live nodes, header says {}", index.live));
     }
-    if live > 0 && (index.entry >= nodes || index.top != index.levels[index.entry as usize] as usize)
+    if live > 0
+        && (index.entry >= nodes || index.top != index.levels[index.entry as usize] as usize)
     {
         return Err(format!("entry node {} is not valid", index.entry));
     }

@@ -723,7 +723,11 @@ impl AnnIndex {
             self.dead[word] = 0;
         }
         self.dead_count = 0;
-        if self.labels.get(self.entry as usize).is_none_or(|&l| l == NONE) {
+        if self
+            .labels
+            .get(self.entry as usize)
+            .is_none_or(|&l| l == NONE)
+        {
             self.pick_entry();
         }
     }
@@ -769,9 +773,8 @@ impl AnnIndex {
             .copied()
             .filter(|&n| self.labels[n as usize] != NONE)
             .max_by_key(|&n| (self.levels[n as usize], std::cmp::Reverse(n)));
-        let entry = best_upper.or_else(|| {
-            (0..self.nodes() as u32).find(|&n| self.labels[n as usize] != NONE)
-        });
+        let entry = best_upper
+            .or_else(|| (0..self.nodes() as u32).find(|&n| self.labels[n as usize] != NONE));
         match entry {
             Some(e) => {
                 self.entry = e;

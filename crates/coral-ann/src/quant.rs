@@ -15,7 +15,9 @@ pub(crate) fn encode(vector: &[f32], out: &mut [i8]) -> f32 {
         .map(|&x| f64::from(x) * f64::from(x))
         .sum::<f64>()
         .sqrt();
-    let peak = vector.iter().fold(0.0f64, |m, &x| m.max(f64::from(x).abs()));
+    let peak = vector
+        .iter()
+        .fold(0.0f64, |m, &x| m.max(f64::from(x).abs()));
     if !(norm.is_finite() && norm > 0.0 && peak > 0.0) {
         out.fill(0);
         return 0.0;
@@ -60,9 +62,19 @@ mod tests {
 
     #[test]
     fn integer_dot_is_exact_on_long_codes() {
-        let a: Vec<i8> = (0..384).map(|i| ((i * 7) % 255) as i32 - 127).map(|v| v as i8).collect();
-        let b: Vec<i8> = (0..384).map(|i| ((i * 13) % 255) as i32 - 127).map(|v| v as i8).collect();
-        let want: i64 = a.iter().zip(&b).map(|(&x, &y)| i64::from(x) * i64::from(y)).sum();
+        let a: Vec<i8> = (0..384)
+            .map(|i| ((i * 7) % 255) as i32 - 127)
+            .map(|v| v as i8)
+            .collect();
+        let b: Vec<i8> = (0..384)
+            .map(|i| ((i * 13) % 255) as i32 - 127)
+            .map(|v| v as i8)
+            .collect();
+        let want: i64 = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| i64::from(x) * i64::from(y))
+            .sum();
         assert_eq!(dot_codes(&a, &b) as i64, want);
     }
 }

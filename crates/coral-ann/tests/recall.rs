@@ -20,7 +20,10 @@ impl Rng {
 
     /// Roughly normal (sum of uniforms).
     fn normal(&mut self) -> f32 {
-        (0..4).map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32).sum::<f32>() - 2.0
+        (0..4)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32)
+            .sum::<f32>()
+            - 2.0
     }
 }
 
@@ -100,9 +103,17 @@ fn mean_recall(
             None => Box::new(index.labels()),
         };
         let want = brute(data, labels, q, k);
-        assert!(got.len() == want.len(), "{} hits, {} wanted", got.len(), want.len());
+        assert!(
+            got.len() == want.len(),
+            "{} hits, {} wanted",
+            got.len(),
+            want.len()
+        );
         if let Some(f) = filter {
-            assert!(got.iter().all(|h| f.contains(h.label)), "a hit outside the filter");
+            assert!(
+                got.iter().all(|h| f.contains(h.label)),
+                "a hit outside the filter"
+            );
         }
         total += recall(&got, &want);
     }
@@ -163,7 +174,10 @@ fn saved_index_loads_identical_and_damage_is_refused() {
     let path = dir.path().join("ann.idx");
     index.save(&path, b"tag: hash 16", b"payload").unwrap();
     assert!(!coral_ann::temp_path(&path).exists());
-    assert_eq!(coral_ann::read_tag(&path).unwrap().unwrap(), b"tag: hash 16");
+    assert_eq!(
+        coral_ann::read_tag(&path).unwrap().unwrap(),
+        b"tag: hash 16"
+    );
     let (loaded, tag, payload) = AnnIndex::load(&path).unwrap();
     assert_eq!(tag, b"tag: hash 16");
     assert_eq!(payload, b"payload");
@@ -214,7 +228,12 @@ fn bad_input_is_refused_with_a_clear_error() {
         m: 1,
         ..Params::default()
     };
-    assert!(AnnIndex::new(4, bad).unwrap_err().to_string().contains("m = 1"));
+    assert!(
+        AnnIndex::new(4, bad)
+            .unwrap_err()
+            .to_string()
+            .contains("m = 1")
+    );
     let mut index = AnnIndex::new(4, Params::default()).unwrap();
     let err = index.insert(0, &[1.0, 2.0]).unwrap_err();
     assert!(err.to_string().contains("2 dimensions"), "{err}");

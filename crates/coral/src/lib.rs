@@ -39,10 +39,10 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    ANN_THRESHOLD, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
-    HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES,
-    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
-    SyncMode, ThreadsConfig, llm_settings,
+    ANN_THRESHOLD, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig,
+    HeatWeightsConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig,
+    PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights,
+    RrfWeights, StorageConfig, SyncMode, ThreadsConfig, llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,

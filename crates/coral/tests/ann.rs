@@ -207,7 +207,11 @@ fn a_kill_during_an_index_save_never_leaves_a_trusted_wrong_index() {
         let coral = Coral::open_with(c.clone(), embedder.clone()).unwrap();
         let report = coral.prepare_vector_index(|_, _| {}).unwrap();
         loaded += usize::from(report.loaded);
-        assert_eq!(report.vectors, coral.stats().total, "round {round}: {report:?}");
+        assert_eq!(
+            report.vectors,
+            coral.stats().total,
+            "round {round}: {report:?}"
+        );
         c.retrieval.ann_threshold = 0;
         let exact = Coral::open_with(c, embedder).unwrap();
         for q in ["w1 w2", "w10 w300", "w4 w5 w6", "w2000 w3"] {
@@ -227,7 +231,10 @@ fn a_kill_during_an_index_save_never_leaves_a_trusted_wrong_index() {
         coral.close().unwrap();
     }
     let recall = found as f64 / wanted.max(1) as f64;
-    assert!(wanted >= 40 && recall >= 0.95, "recall {recall} over {wanted}");
+    assert!(
+        wanted >= 40 && recall >= 0.95,
+        "recall {recall} over {wanted}"
+    );
     // Most kills land after a first save: the file was loaded and caught up, not rebuilt.
     assert!(loaded > 0, "no round loaded a saved index");
 }

@@ -187,7 +187,11 @@ impl Door {
         progress: &mut dyn FnMut(usize, usize),
     ) -> VectorIndexReport {
         let mut report = VectorIndexReport::default();
-        if self.vectors.as_ref().is_some_and(|v| v.embedder() != embedder) {
+        if self
+            .vectors
+            .as_ref()
+            .is_some_and(|v| v.embedder() != embedder)
+        {
             self.vectors = None;
         }
         let pool = self.store.pool();

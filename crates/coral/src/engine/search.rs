@@ -73,11 +73,13 @@ impl Engine {
         let allow = pool.cold_filter(r.include_cold, config.memory.cold_scan_lines);
         // Weighted mode's scan takes the boosted rows as a set (it visits every row anyway);
         // the other modes ask per candidate, so that a large pool is not walked for it.
-        let boosted = project.filter(|_| mode == RetrievalMode::Weighted).map(|p| {
-            (0..pool.len() as u32)
-                .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
-                .collect::<RoaringBitmap>()
-        });
+        let boosted = project
+            .filter(|_| mode == RetrievalMode::Weighted)
+            .map(|p| {
+                (0..pool.len() as u32)
+                    .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
+                    .collect::<RoaringBitmap>()
+            });
         let project_boost = project.map(|p| (p, r.project_boost));
         // Vectors another model made are not comparable with the query's (docs/embeddings.md,
         // "Changing models").

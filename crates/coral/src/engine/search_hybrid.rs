@@ -109,8 +109,7 @@ impl State {
             // Above `retrieval.ann_threshold`: the graph's candidates, re-ranked exactly, and
             // the spread from a sample (docs/ann.md).
             (Some(v), Some(index)) => {
-                let (vector, vector_spread) =
-                    index.rank(pool, v, depth, query.ann.ef, query.allow);
+                let (vector, vector_spread) = index.rank(pool, v, depth, query.ann.ef, query.allow);
                 coral_score::Rankings {
                     vector,
                     jaccard: Vec::new(),
@@ -167,7 +166,9 @@ impl State {
                 let Some(r) = keywords.row_of(pool, slot) else {
                     continue;
                 };
-                if allowed(r) && !known.contains(&r) && window.contains(pool.timestamps()[r as usize])
+                if allowed(r)
+                    && !known.contains(&r)
+                    && window.contains(pool.timestamps()[r as usize])
                 {
                     inside.push(r);
                     if inside.len() == depth {
@@ -188,9 +189,7 @@ impl State {
             let r = row as usize;
             let item = pool.item(row);
             let boosted = match query.boost {
-                Some((project, amount)) if in_project(item, project) => {
-                    relevance * (1.0 + amount)
-                }
+                Some((project, amount)) if in_project(item, project) => relevance * (1.0 + amount),
                 _ => relevance,
             };
             let recency = time_decay(query.now - pool.timestamps()[r], query.tau_days);

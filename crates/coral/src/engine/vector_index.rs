@@ -367,8 +367,11 @@ impl VectorIndex {
                 }
             }
         }
-        self.ann
-            .save(&dir.join(FILE_NAME), &tag(&self.embedder, self.ann.dim()), &payload)?;
+        self.ann.save(
+            &dir.join(FILE_NAME),
+            &tag(&self.embedder, self.ann.dim()),
+            &payload,
+        )?;
         self.dirty = false;
         Ok(())
     }
@@ -549,7 +552,10 @@ mod tests {
         assert!(kept.matches(pool));
         let fresh = VectorIndex::build(pool, "hash", &mut |_, _| {}).unwrap();
         assert_eq!(kept.contents(), fresh.contents());
-        assert_eq!(kept.vectors(), pool.len() - pool.missing_vectors().len() as usize);
+        assert_eq!(
+            kept.vectors(),
+            pool.len() - pool.missing_vectors().len() as usize
+        );
     }
 
     fn texts(n: usize) -> Vec<String> {
