@@ -72,7 +72,7 @@ fn query_text(of: &str, rng: &mut Rng) -> String {
     let words: Vec<&str> = of.split_whitespace().skip(2).collect();
     let mut q: Vec<String> = words
         .iter()
-        .filter(|_| rng.next() % 2 == 0)
+        .filter(|_| rng.next().is_multiple_of(2))
         .map(|w| w.to_string())
         .collect();
     q.push(word(rng));
@@ -227,12 +227,11 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     let live_insert_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut deleted = 0;
-    for n in 0..DELETES {
+    for _ in 0..DELETES {
         let victim = (rng.next() as usize) % items;
         if coral.delete(&ids[victim])? {
             deleted += 1;
         }
-        let _ = n;
     }
     let delete_s = t.elapsed().as_secs_f64();
 

@@ -307,7 +307,7 @@ fn validate(index: &mut AnnIndex) -> std::result::Result<(), String> {
             return Err(format!("node {n} links to node {bad} of {nodes}"));
         }
         let level = index.levels[i] as usize;
-        if level > 0 && !index.upper.get(&n).is_some_and(|l| l.len() == level) {
+        if level > 0 && index.upper.get(&n).is_none_or(|l| l.len() != level) {
             return Err(format!("node {n} of level {level} lacks its upper links"));
         }
         let label = index.labels[i];
