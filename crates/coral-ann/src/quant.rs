@@ -63,11 +63,11 @@ mod tests {
     #[test]
     fn integer_dot_is_exact_on_long_codes() {
         let a: Vec<i8> = (0..384)
-            .map(|i| ((i * 7) % 255) as i32 - 127)
+            .map(|i: i32| (i * 7) % 255 - 127)
             .map(|v| v as i8)
             .collect();
         let b: Vec<i8> = (0..384)
-            .map(|i| ((i * 13) % 255) as i32 - 127)
+            .map(|i: i32| (i * 13) % 255 - 127)
             .map(|v| v as i8)
             .collect();
         let want: i64 = a
