@@ -24,29 +24,11 @@ pub struct Cli {
 pub enum Command {
     /// Serve the memory tools over MCP on stdio (what MCP clients launch).
     Mcp,
-    /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
-    Http {
-        /// Address to bind (anything but loopback requires a token).
-        #[arg(long, default_value = "127.0.0.1")]
-        host: std::net::IpAddr,
-        /// Port (0 picks a free one; the bound address is printed as JSON on stdout).
-        #[arg(long, default_value_t = 8765)]
-        port: u16,
-        /// Bearer token required on every request, at least 16 visible ASCII characters
-        /// (default: $CORAL_HTTP_TOKEN).
-        #[arg(long)]
-        token: Option<String>,
-        /// Also answer requests whose Host header is this name (`name` for any port, or
-        /// `name:port`), e.g. behind a reverse proxy; repeatable. Loopback names and the bound
-        /// address are always allowed.
-        #[arg(long = "allowed-host", value_name = "HOST")]
-        allowed_hosts: Vec<String>,
-        /// Also serve browser pages from this origin (`https://app.example.com`, or `null`);
-        /// repeatable. Coral's own origins (http://127.0.0.1:PORT, http://localhost:PORT) are
-        /// always allowed, every other page is refused.
-        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
-        allowed_origins: Vec<String>,
-    },
+    /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health, and the
+    /// dashboard at / (docs/dashboard.md).
+    Http(crate::http_cmd::HttpArgs),
+    /// Start the HTTP server and print the dashboard's address to open in a browser.
+    Ui(crate::http_cmd::HttpArgs),
     /// Read or change coral_config.json (no data-directory lock needed).
     Config {
         /// What to do with it.

@@ -34,6 +34,7 @@ fn write_out(args: std::fmt::Arguments<'_>) {
 mod cli;
 mod config_cmd;
 mod globals;
+mod http_cmd;
 mod model_cmd;
 mod notice;
 mod plugin;
@@ -41,7 +42,7 @@ mod thread_cmd;
 mod time;
 mod timeline_cmd;
 
-use coral_mcp::{errln, http, http_guard, mcp};
+use coral_mcp::{errln, mcp};
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -309,35 +310,8 @@ fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             mcp::serve(coral)?;
             Ok(0)
         }
-        Command::Http {
-            host,
-            port,
-            token,
-            allowed_hosts,
-            allowed_origins,
-        } => {
-            // An empty $CORAL_HTTP_TOKEN counts as unset; an explicit --token must be valid.
-            let token = token
-                .clone()
-                .or_else(|| {
-                    std::env::var("CORAL_HTTP_TOKEN")
-                        .ok()
-                        .filter(|t| !t.is_empty())
-                })
-                .map(|t| http_guard::Token::new(&t))
-                .transpose()
-                .map_err(|e| usage(format!("--token (or $CORAL_HTTP_TOKEN): {e}")))?;
-            let options = http::HttpOptions {
-                host: *host,
-                port: *port,
-                guard: http_guard::GuardOptions::new(allowed_hosts, allowed_origins, token)
-                    .map_err(usage)?,
-            };
-            http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
-            let coral = open(cli)?;
-            http::serve(coral, options)?;
-            Ok(0)
-        }
+        Command::Http(args) => http_cmd::run(cli, args, false),
+        Command::Ui(args) => http_cmd::run(cli, args, true),
         Command::Insert {
             text,
             importance,

@@ -19,6 +19,7 @@ use crate::engine::quota::disk_usage;
 use crate::engine::reembed::ReembedReport;
 use crate::error::{Error, Result};
 use crate::limits::{check_importance, unix_now};
+use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
@@ -217,6 +218,13 @@ impl Coral {
             .get(id)
             .map(|(i, _)| i.clone())
             .ok_or_else(|| Error::NotFound(id.into()))
+    }
+
+    /// One page of the stored memories, filtered and ordered ([`ListQuery`]). Nothing is
+    /// counted as an access; other processes' writes are caught up with first.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let engine = self.engine.lock();
+        list_page(engine.door.view().pool(), query)
     }
 
     /// Every memory, oldest first.

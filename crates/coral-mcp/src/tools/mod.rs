@@ -7,7 +7,9 @@
 //! program embedding Coral adds its own with [`Registry::register`] and serves them all.
 
 mod config;
+mod conversations;
 mod memory;
+mod memory_list;
 mod threads;
 mod timeline;
 
@@ -277,10 +279,12 @@ pub fn tools() -> &'static [ToolDef] {
         let mut all: Vec<ToolDef> = Vec::new();
         for group in [
             memory::TOOLS,
+            memory_list::TOOLS,
             threads::TOOLS,
             config::TOOLS,
             timeline::TOOLS,
             timeline::HTTP_ONLY,
+            conversations::HTTP_ONLY,
         ] {
             all.extend(group.iter().map(ToolDef::clone));
         }

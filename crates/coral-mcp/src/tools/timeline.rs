@@ -33,17 +33,17 @@ const fn text_arg(name: &'static str, required: bool, description: &'static str)
     }
 }
 
-const TENANT: Arg = text_arg(
+pub(super) const TENANT: Arg = text_arg(
     "tenant_id",
     false,
     "tenant, default \"default\" / 租户，默认 default",
 );
-const USER: Arg = text_arg(
+pub(super) const USER: Arg = text_arg(
     "user_id",
     false,
     "whose memory, default \"default\" / 用户，默认 default",
 );
-const DOMAIN: Arg = text_arg(
+pub(super) const DOMAIN: Arg = text_arg(
     "domain_id",
     false,
     "app or area, default \"default\" / 领域，默认 default",
@@ -698,7 +698,7 @@ pub(super) static HTTP_ONLY: &[ToolDef] = &[
     },
 ];
 
-fn namespace(args: &Args) -> Namespace {
+pub(super) fn namespace(args: &Args) -> Namespace {
     let part = |name: &str| {
         args.str(name)
             .unwrap_or(coral::timeline::DEFAULT_ID)
@@ -714,7 +714,7 @@ fn namespace(args: &Args) -> Namespace {
 }
 
 /// A refused or failed write, with its code first.
-fn write_error(e: Error) -> ToolError {
+pub(super) fn write_error(e: Error) -> ToolError {
     let message = format!("{}: {e}", e.code());
     if e.is_caller_error() {
         ToolError::InvalidArguments(message)
@@ -723,7 +723,7 @@ fn write_error(e: Error) -> ToolError {
     }
 }
 
-fn open(coral: &Coral) -> Result<Arc<Timeline>, ToolError> {
+pub(super) fn open(coral: &Coral) -> Result<Arc<Timeline>, ToolError> {
     coral
         .timeline()
         .map_err(|e| ToolError::Failed(format!("unavailable: {e}")))

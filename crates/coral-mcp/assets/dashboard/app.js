@@ -1,0 +1,161 @@
+// The dashboard's shell: views as tabs (#/overview ...), the language switch, the token
+// question, and live refresh (on focus, and when /health counts other memories).
+
+import { health, onTokenNeeded } from './api.js';
+import { t, lang, setLang } from './i18n.js';
+import { h, clear, dialog, dialogOpen, field, errorBox } from './ui.js';
+import overview from './overview.js';
+
+export const meta = JSON.parse(document.getElementById('coral-meta').textContent);
+
+// Only the first view is loaded up front; the others when first opened.
+const VIEWS = [
+  { id: 'overview', load: async () => overview },
+  { id: 'settings', load: async () => (await import('./settings.js')).default },
+  { id: 'memories', load: async () => (await import('./memories.js')).default },
+  { id: 'threads', load: async () => (await import('./threads.js')).default },
+  { id: 'timeline', load: async () => (await import('./timeline.js')).default },
+];
+
+const main = document.getElementById('main');
+const tabs = document.getElementById('tabs');
+let current = null;
+let rendering = null;
+let lastCount = null;
+
+function viewFromHash() {
+  const id = location.hash.replace(/^#\/?/, '');
+  return VIEWS.find((v) => v.id === id) || VIEWS[0];
+}
+
+function drawChrome() {
+  document.documentElement.lang = lang() === 'zh' ? 'zh-CN' : 'en';
+  document.title = `${t('brand')} · ${t(`view.${viewFromHash().id}`)}`;
+  document.getElementById('brand-name').textContent = t('brand');
+  const langButton = document.getElementById('lang');
+  langButton.textContent = lang() === 'zh' ? 'English' : '中文';
+  langButton.setAttribute('lang', lang() === 'zh' ? 'en' : 'zh');
+  langButton.setAttribute('aria-label', t('switch_language'));
+  const refresh = document.getElementById('refresh');
+  refresh.textContent = t('refresh');
+  refresh.title = `${t('refresh')} (R)`;
+  clear(tabs);
+  const active = viewFromHash();
+  VIEWS.forEach((v, i) => {
+    tabs.append(h('a', {
+      href: `#/${v.id}`, role: 'tab', id: `tab-${v.id}`, 'aria-selected': v === active ? 'true' : 'false',
+      'aria-controls': 'main', tabindex: v === active ? '0' : '-1', class: v === active ? 'active' : '',
+      title: `${t(`view.${v.id}`)} (${i + 1})`, text: t(`view.${v.id}`),
+    }));
+  });
+}
+
+/** Draw the view of the address; `keep` keeps its state (a refresh, not a new visit). */
+async function show(keep = false) {
+  const v = viewFromHash();
+  drawChrome();
+  const run = (async () => {
+    main.setAttribute('aria-busy', 'true');
+    try {
+      const view = await v.load();
+      if (!keep || current !== view) {
+        clear(main);
+        current = view;
+      }
+      await view.render(main, { meta, refresh: () => show(true) });
+      document.body.dataset.view = v.id;
+    } catch (e) {
+      clear(main).append(errorBox(e));
+      console.warn(e);
+    } finally {
+      main.setAttribute('aria-busy', 'false');
+      main.setAttribute('aria-labelledby', `tab-${v.id}`);
+    }
+  })();
+  rendering = run;
+  await run;
+  if (!document.body.dataset.ready) {
+    document.body.dataset.ready = '1';
+    performance.mark('coral-first-view');
+  }
+}
+
+function liveRefresh() {
+  if (document.hidden || dialogOpen() || rendering === null) return;
+  if (current && current.busy && current.busy()) return;
+  // Someone typing keeps their text and focus.
+  const active = document.activeElement;
+  if (active && main.contains(active) && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName)) return;
+  show(true);
+}
+
+async function poll() {
+  if (document.hidden || dialogOpen()) return;
+  try {
+    const answer = await health();
+    const count = answer.memories;
+    const live = document.getElementById('live');
+    live.textContent = `● ${t('live')}`;
+    live.title = t('live_help');
+    if (lastCount !== null && count !== lastCount) liveRefresh();
+    lastCount = count;
+  } catch {
+    document.getElementById('live').textContent = `○ ${t('offline')}`;
+  }
+}
+
+onTokenNeeded(async (reason) => {
+  const input = h('input', { type: 'password', autocomplete: 'current-password', spellcheck: 'false' });
+  const answer = await dialog({
+    title: t('token.title'),
+    body: [h('p', { text: t('token.why') }), reason ? h('p', { class: 'muted', text: reason }) : null,
+      field(t('token.label'), input, t('token.help'), 'token-input')],
+    buttons: [{ label: t('cancel'), value: null }, { label: t('token.use'), value: 'ok', kind: 'primary' }],
+    check: () => (input.value.trim().length < 16 ? t('token.short') : null),
+    initialFocus: '#token-input',
+  });
+  return answer === 'ok' ? input.value.trim() : null;
+});
+
+tabs.addEventListener('keydown', (e) => {
+  const i = VIEWS.indexOf(viewFromHash());
+  let next = null;
+  if (e.key === 'ArrowRight') next = VIEWS[(i + 1) % VIEWS.length];
+  if (e.key === 'ArrowLeft') next = VIEWS[(i + VIEWS.length - 1) % VIEWS.length];
+  if (e.key === 'Home') next = VIEWS[0];
+  if (e.key === 'End') next = VIEWS[VIEWS.length - 1];
+  if (next) {
+    e.preventDefault();
+    location.hash = `#/${next.id}`;
+    requestAnimationFrame(() => document.getElementById(`tab-${next.id}`)?.focus());
+  }
+});
+
+document.addEventListener('keydown', (e) => {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName) || e.target.isContentEditable;
+  if (typing || e.ctrlKey || e.metaKey || e.altKey || dialogOpen()) return;
+  const n = Number(e.key);
+  if (n >= 1 && n <= VIEWS.length) location.hash = `#/${VIEWS[n - 1].id}`;
+  else if (e.key === 'r' || e.key === 'R') show(true);
+  else if (e.key === '/') {
+    const search = main.querySelector('input[type=search]');
+    if (search) {
+      e.preventDefault();
+      search.focus();
+    }
+  }
+});
+
+document.getElementById('lang').addEventListener('click', () => {
+  setLang(lang() === 'zh' ? 'en' : 'zh');
+  show(true);
+});
+document.getElementById('refresh').addEventListener('click', () => show(true));
+window.addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#/') || location.hash === '') show(false);
+});
+window.addEventListener('focus', liveRefresh);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) liveRefresh(); });
+setInterval(poll, 5000);
+
+show(false).then(poll);
