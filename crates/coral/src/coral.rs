@@ -296,7 +296,11 @@ impl Coral {
 
     /// Counters (O(1)).
     pub fn stats(&self) -> Stats {
-        self.engine.stats(self.threads.len())
+        // Another process (`coral thread ...`, a second server) may have changed the file. When
+        // it cannot be read now, the count this process holds is still true for it, and the
+        // thread tools report the read error.
+        let threads = self.threads.count().unwrap_or_else(|_| self.threads.len());
+        self.engine.stats(threads)
     }
 
     /// Disk usage by file and against the budget.
