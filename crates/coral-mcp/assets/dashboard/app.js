@@ -3,7 +3,7 @@
 
 import { health, onTokenNeeded } from './api.js';
 import { t, lang, setLang } from './i18n.js';
-import { h, clear, dialog, dialogOpen, field, errorBox } from './ui.js';
+import { h, dialog, dialogOpen, field, errorBox } from './ui.js';
 import overview from './overview.js';
 
 export const meta = JSON.parse(document.getElementById('coral-meta').textContent);
@@ -21,6 +21,7 @@ const main = document.getElementById('main');
 const tabs = document.getElementById('tabs');
 let current = null;
 let rendering = null;
+let generation = 0;
 let lastCount = null;
 
 function viewFromHash() {
@@ -39,42 +40,60 @@ function drawChrome() {
   const refresh = document.getElementById('refresh');
   refresh.textContent = t('refresh');
   refresh.title = `${t('refresh')} (R)`;
-  clear(tabs);
+  // Built once and updated in place, so a focused tab keeps the focus.
+  if (!tabs.firstChild) {
+    for (const v of VIEWS) tabs.append(h('a', { href: `#/${v.id}`, role: 'tab', id: `tab-${v.id}`, 'aria-controls': 'main' }));
+  }
   const active = viewFromHash();
   VIEWS.forEach((v, i) => {
-    tabs.append(h('a', {
-      href: `#/${v.id}`, role: 'tab', id: `tab-${v.id}`, 'aria-selected': v === active ? 'true' : 'false',
-      'aria-controls': 'main', tabindex: v === active ? '0' : '-1', class: v === active ? 'active' : '',
-      title: `${t(`view.${v.id}`)} (${i + 1})`, text: t(`view.${v.id}`),
-    }));
+    const a = document.getElementById(`tab-${v.id}`);
+    a.textContent = t(`view.${v.id}`);
+    a.title = `${t(`view.${v.id}`)} (${i + 1})`;
+    a.setAttribute('aria-selected', v === active ? 'true' : 'false');
+    a.tabIndex = v === active ? 0 : -1;
+    a.className = v === active ? 'active' : '';
   });
 }
 
-/** Draw the view of the address; `keep` keeps its state (a refresh, not a new visit). */
+/**
+ * Draw the view of the address; `keep` keeps its state (a refresh, not a new visit). Each view
+ * renders into a detached stage that replaces the page only if no later call started meanwhile,
+ * so a slow answer never paints over a newer view.
+ */
 async function show(keep = false) {
   const v = viewFromHash();
+  const mine = ++generation;
   drawChrome();
+  main.setAttribute('aria-busy', 'true');
+  const focused = main.contains(document.activeElement) ? document.activeElement.id : null;
+  const stage = document.createElement('div');
   const run = (async () => {
-    main.setAttribute('aria-busy', 'true');
     try {
       const view = await v.load();
-      if (!keep || current !== view) {
-        clear(main);
-        current = view;
+      await view.render(stage, { meta, refresh: () => show(true) });
+      if (mine !== generation) return;
+      current = view;
+      main.replaceChildren(...stage.childNodes);
+      if (keep && focused) document.getElementById(focused)?.focus();
+      for (const el of main.querySelectorAll('[data-w]')) {
+        // Widths through the CSSOM: the CSP allows no inline style attributes.
+        el.style.width = `${Math.max(0, Math.min(1, Number(el.dataset.w))) * 100}%`;
       }
-      await view.render(main, { meta, refresh: () => show(true) });
       document.body.dataset.view = v.id;
     } catch (e) {
-      clear(main).append(errorBox(e));
+      if (mine !== generation) return;
+      main.replaceChildren(errorBox(e));
       console.warn(e);
     } finally {
-      main.setAttribute('aria-busy', 'false');
-      main.setAttribute('aria-labelledby', `tab-${v.id}`);
+      if (mine === generation) {
+        main.setAttribute('aria-busy', 'false');
+        main.setAttribute('aria-labelledby', `tab-${v.id}`);
+      }
     }
   })();
   rendering = run;
   await run;
-  if (!document.body.dataset.ready) {
+  if (mine === generation && !document.body.dataset.ready) {
     document.body.dataset.ready = '1';
     performance.mark('coral-first-view');
   }
@@ -127,7 +146,7 @@ tabs.addEventListener('keydown', (e) => {
   if (next) {
     e.preventDefault();
     location.hash = `#/${next.id}`;
-    requestAnimationFrame(() => document.getElementById(`tab-${next.id}`)?.focus());
+    document.getElementById(`tab-${next.id}`).focus();
   }
 });
 

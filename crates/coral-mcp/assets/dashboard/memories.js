@@ -50,13 +50,6 @@ function scoreBars(hit) {
     h('span', { class: 'num', text: fmtScore(v) }))));
 }
 
-function sizeBars(root) {
-  // Widths through the CSSOM (the CSP allows no inline style attributes).
-  for (const el of root.querySelectorAll('[data-w]')) {
-    el.style.width = `${Math.max(0, Math.min(1, Number(el.dataset.w))) * 100}%`;
-  }
-}
-
 async function search(ctx) {
   if (!state.query.trim()) return;
   try {
@@ -241,10 +234,7 @@ async function render(root, ctx) {
     clear(root).append(errorBox(e));
     return;
   }
-  const focused = document.activeElement?.id;
   clear(root).append(h('div', { class: 'memories-view' }, searchCard(ctx), browser(ctx, page)));
-  sizeBars(root);
-  if (focused) document.getElementById(focused)?.focus();
 }
 
 export default { render };

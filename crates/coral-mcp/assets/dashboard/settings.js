@@ -13,6 +13,8 @@ const BASIC = [
 ];
 
 const draft = new Map();
+// Sections the person opened stay open across refreshes.
+const opened = new Set();
 let meta = null;
 let config = null;
 
@@ -54,7 +56,8 @@ function parsed(key) {
   const text = draft.get(key);
   if (typeof old === 'boolean') return { value: text };
   if (typeof old === 'number') {
-    if (String(text).trim() === '' || !Number.isFinite(Number(text))) return { error: t('set.not_number', { v: text }) };
+    if (String(text).trim() === '') return { error: t('set.empty') };
+    if (!Number.isFinite(Number(text))) return { error: t('set.not_number', { v: text }) };
     return { value: Number(text) };
   }
   return { value: text };
@@ -107,8 +110,8 @@ function changes() {
   return { list: out };
 }
 
-function showError(root, key, message) {
-  const slot = root.querySelector(`[data-error-for="${CSS.escape(key)}"]`);
+function showError(key, message) {
+  const slot = document.querySelector(`[data-error-for="${CSS.escape(key)}"]`);
   if (slot) {
     slot.textContent = message;
     slot.closest('details')?.setAttribute('open', '');
@@ -130,10 +133,10 @@ async function guarded(tool, args) {
   return result;
 }
 
-async function save(root, ctx) {
+async function save(ctx) {
   const c = changes();
   if (c.error) {
-    showError(root, c.error[0], c.error[1]);
+    showError(c.error[0], c.error[1]);
     return;
   }
   if (!c.list.length) {
@@ -158,7 +161,7 @@ async function save(root, ctx) {
       done++;
     } catch (e) {
       await ctx.refresh();
-      showError(root, x.key, e instanceof ApiError ? e.message : String(e));
+      showError(x.key, e instanceof ApiError ? e.message : String(e));
       if (done) toast(t('set.saved', { n: done }));
       return;
     }
@@ -202,12 +205,14 @@ async function render(root, ctx) {
   }
   const actions = h('div', { class: 'buttons sticky' },
     h('button', { type: 'button', class: 'danger-ghost', 'data-action': 'reset', text: t('set.reset'), onclick: () => reset(ctx) }),
-    h('button', { type: 'button', class: 'primary', 'data-action': 'save', text: t('save'), onclick: () => save(root, ctx) }));
+    h('button', { type: 'button', class: 'primary', 'data-action': 'save', text: t('save'), onclick: () => save(ctx) }));
   const basic = card(t('set.basic'),
     h('p', { class: 'muted', text: t('set.basic_help') }),
     h('div', { class: 'fields' }, BASIC.filter((k) => valueAt(k) !== undefined).map((k) => control(k, valueAt(k)))),
     actions);
-  const rest = [...sections.entries()].map(([section, keys]) => h('details', { class: 'card section', 'data-section': section },
+  const rest = [...sections.entries()].map(([section, keys]) => h('details', {
+    class: 'card section', 'data-section': section, open: opened.has(section),
+    ontoggle: (e) => { if (e.target.open) opened.add(section); else opened.delete(section); } },
     h('summary', {}, h('span', { text: has(`section.${section}`) ? t(`section.${section}`) : section }),
       h('span', { class: 'muted', text: ` · ${keys.length}` })),
     h('div', { class: 'fields' }, keys.map(([k, v]) => control(k, v)))));

@@ -22,8 +22,8 @@ function ns(extra = {}) {
   return { ...state.ns, ...extra };
 }
 
-function conv() {
-  return ns({ conversation_id: state.conversation.conversation_id });
+function conv(extra = {}) {
+  return ns({ conversation_id: state.conversation.conversation_id, ...extra });
 }
 
 function range(c) {
