@@ -184,8 +184,10 @@ await check('settings: a change confirmed old -> new lands in coral_config.json'
   const row = await page.$eval('dialog[open] tr[data-change="retrieval.top_k"]', (tr) => [tr.querySelector('.old').textContent, tr.querySelector('.new').textContent]);
   assert.deepEqual(row, [old, `→ ${next}`]);
   await shot('settings-confirm');
+  await page.evaluate(() => { document.getElementById('toast').textContent = ''; });
   await confirmDialogWith('ok');
-  await page.waitForFunction((v) => document.querySelector('input[data-key="retrieval.top_k"]')?.value === v, {}, next);
+  await page.waitForFunction(() => /saved/.test(document.getElementById('toast').textContent));
+  assert.equal(await page.$eval('input[data-key="retrieval.top_k"]', (e) => e.value), next);
   const after = JSON.parse(readFileSync(CONFIG, 'utf8'));
   assert.equal(after.retrieval.top_k, Number(next));
   assert.notEqual(before.retrieval?.top_k, Number(next));
@@ -223,9 +225,10 @@ await check('settings: bad values are shown inline, from the page and from the s
 
 await check('settings: restore defaults asks first and leaves the memories', async () => {
   const count = (await rpc(URL, 'coral_stats')).stats.total;
+  await page.evaluate(() => { document.getElementById('toast').textContent = ''; });
   await page.click('button[data-action="reset"]');
   await confirmDialogWith('ok');
-  await page.waitForFunction(() => document.getElementById('main').getAttribute('aria-busy') === 'false');
+  await page.waitForFunction(() => /Defaults restored/.test(document.getElementById('toast').textContent));
   const config = JSON.parse(readFileSync(CONFIG, 'utf8'));
   const defaults = (await rpc(URL, 'coral_config_get', { path: 'retrieval.top_k' })).config;
   assert.equal(config.retrieval?.top_k ?? defaults, defaults);
