@@ -104,11 +104,13 @@ async function render(root, ctx) {
   const byId = new Map(threads.map((x) => [x.thread_id, x]));
   const board = h('div', { class: 'board' }, COLUMNS.map((status) => {
     const items = threads.filter((x) => x.status === status);
-    return h('section', { class: 'column', 'data-column': status, 'aria-label': t(`th.${status}`) },
-      h('h2', {}, t(`th.${status}`), h('span', { class: 'count', text: ` ${items.length}` })),
+    return h('section', { class: 'column', 'data-column': status, 'aria-label': t(`col.${status}`) },
+      h('h2', {}, t(`col.${status}`), h('span', { class: 'count', text: ` ${items.length}` })),
       items.length ? items.map((x) => threadCard(ctx, x, byId)) : h('p', { class: 'muted', text: t('th.empty') }));
   }));
-  clear(root).append(threads.length ? board : h('div', { class: 'card' }, h('p', { class: 'muted', text: t('th.none') })), threads.length ? null : board);
+  clear(root);
+  if (!threads.length) root.append(h('div', { class: 'card' }, h('p', { class: 'muted', text: t('th.none') })));
+  root.append(board);
 }
 
 export default { render };

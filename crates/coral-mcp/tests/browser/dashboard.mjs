@@ -130,6 +130,8 @@ async function refresh() {
 }
 
 async function shot(name) {
+  await page.evaluate(() => { document.getElementById('toast').className = ''; });
+  await page.waitForFunction(() => getComputedStyle(document.getElementById('toast')).opacity === '0');
   await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
 }
 
