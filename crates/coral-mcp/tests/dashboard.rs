@@ -48,8 +48,8 @@ impl Server {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
-        let listening: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("address line {line:?}: {e}"));
+        let listening: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("address line {line:?}: {e}"));
         let addr = listening["listening"].as_str().unwrap().to_string();
         let url = if command == "ui" {
             let mut url = String::new();
@@ -156,7 +156,10 @@ fn with_a_token_the_page_loads_but_every_api_call_needs_it() {
     let token = "dashboard-token-0123456789";
     let server = Server::start("http", &["--token", token]);
     let (status, _, page) = server.get("", &[]);
-    assert_eq!(status, 200, "the page holds no data and loads without the token");
+    assert_eq!(
+        status, 200,
+        "the page holds no data and loads without the token"
+    );
     assert!(page.contains("\"needs_token\":true"));
     assert_eq!(server.get("health", &[]).0, 401);
     let auth = format!("Bearer {token}");
@@ -194,7 +197,8 @@ fn the_dashboard_works_in_a_real_browser() {
     let chromium = chromium();
     let dir = browser_dir();
     assert!(
-        dir.join("node_modules/puppeteer-core/package.json").exists(),
+        dir.join("node_modules/puppeteer-core/package.json")
+            .exists(),
         "the browser test needs its npm packages in {}; {}",
         dir.display(),
         install_help()
