@@ -115,6 +115,12 @@ function watch(page, label) {
 const page = await browser.newPage();
 await page.setViewport({ width: 1280, height: 800 });
 watch(page, 'dashboard');
+// Every tool the page calls, reported at the end (each must be one the sidecar serves: an
+// unknown one would answer 404 and fail the error-status check).
+const called = new Set();
+page.on('request', (r) => {
+  if (r.url().endsWith('/rpc') && r.postData()) called.add(JSON.parse(r.postData()).tool);
+});
 
 async function view(id) {
   await page.evaluate((v) => { location.hash = `#/${v}`; }, id);
@@ -297,6 +303,22 @@ await check('threads: a thread advanced from the CLI appears on the board with i
   assert.deepEqual(steps.at(-1), ['views drawn and tested', true]);
   const column = await page.$eval(card, (a) => a.closest('[data-column]').dataset.column);
   assert.equal(column, 'active');
+  // The board's own operations are the thread tools'.
+  await page.click(`${card} button[data-action="advance"]`);
+  await page.waitForSelector('dialog[open] #th-note');
+  await page.type('#th-note', 'docs written from the board');
+  await page.select('#th-done', 'yes');
+  await confirmDialogWith('ok');
+  await page.waitForFunction((c) => [...document.querySelectorAll(`${c} ol.steps li .text`)].some((x) => x.textContent === 'docs written from the board'), {}, card);
+  const status = await rpc(URL, 'thread_status', { thread_id: threadId });
+  const last = status.thread.steps.at(-1);
+  assert.deepEqual([last.text, last.done, last.by], ['docs written from the board', true, 'dashboard']);
+  await page.click(`${card} button[data-action="interrupt"]`);
+  await page.waitForSelector('dialog[open] #th-reason');
+  await confirmDialogWith('ok');
+  await page.waitForFunction((id) => document.querySelector(`[data-column="interrupted"] [data-id="${id}"]`), {}, threadId);
+  await page.click(`${card} button[data-action="resume"]`);
+  await page.waitForFunction((id) => document.querySelector(`[data-column="active"] [data-id="${id}"]`), {}, threadId);
   await shot('threads');
 });
 
@@ -355,6 +377,7 @@ await check('a phone-width screen shows every view without sideways scrolling', 
 
 await check('no console error, failed request or error status in any view', async () => {
   assert.deepEqual(problems, []);
+  console.log(`# tools the page called: ${[...called].sort().join(', ')}`);
 });
 
 await check('a page from another origin cannot change anything', async () => {
