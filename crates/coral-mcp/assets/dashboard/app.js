@@ -53,6 +53,8 @@ function drawChrome() {
     a.tabIndex = v === active ? 0 : -1;
     a.className = v === active ? 'active' : '';
   });
+  // On a narrow screen the tab strip scrolls: keep the current tab in sight.
+  document.getElementById(`tab-${active.id}`).scrollIntoView({ block: 'nearest', inline: 'nearest' });
 }
 
 /**

@@ -162,7 +162,7 @@ function contextCard(context) {
 
 function nsForm(ctx) {
   const input = (k) => h('label', {}, t(`tl.${k}`), h('input', { type: 'text', value: state.ns[k], 'data-ns': k,
-    onchange: (e) => { state.ns[k] = e.target.value.trim() || 'default'; state.conversation = null; ctx.refresh(); } }));
+    onchange: (e) => { state.ns[k] = e.target.value.trim() || 'default'; state.conversation = null; state.visited = false; ctx.refresh(); } }));
   return h('div', { class: 'filters' }, input('tenant_id'), input('user_id'), input('domain_id'));
 }
 
@@ -178,6 +178,9 @@ async function render(root, ctx) {
   if (state.conversation) {
     state.conversation = convs.find((c) => c.conversation_id === state.conversation.conversation_id) || null;
   }
+  // The first visit opens the most recently active conversation.
+  if (!state.conversation && !state.visited && convs.length) state.conversation = convs[0];
+  state.visited = true;
   const picker = card(t('tl.conversations'), nsForm(ctx),
     convs.length ? h('ul', { class: 'convs', role: 'list' }, convs.map((c) => h('li', {},
       h('button', { type: 'button', class: `conv${state.conversation?.conversation_id === c.conversation_id ? ' active' : ''}`,
