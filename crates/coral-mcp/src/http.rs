@@ -39,17 +39,6 @@ pub struct HttpOptions {
     pub print_url: bool,
 }
 
-/// The address a browser opens for the dashboard: `http://127.0.0.1:PORT/` for a loopback or
-/// all-interfaces bind (a page under `localhost` would be another origin for its storage).
-pub fn dashboard_url(bound: SocketAddr) -> String {
-    let host = match bound.ip() {
-        ip if ip.is_unspecified() => "127.0.0.1".to_string(),
-        IpAddr::V6(v6) => format!("[{v6}]"),
-        ip => ip.to_string(),
-    };
-    format!("http://{host}:{}/", bound.port())
-}
-
 struct AppState {
     coral: Arc<Coral>,
     registry: Arc<Registry>,
@@ -208,7 +197,7 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
         println!("{}", json!({"listening": bound.to_string()}));
         errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health, dashboard at /)");
         if options.print_url {
-            println!("{}", dashboard_url(bound));
+            println!("{}", crate::dashboard::url(bound));
         }
         axum::serve(listener, router(state, guard))
             .with_graceful_shutdown(shutdown_signal())

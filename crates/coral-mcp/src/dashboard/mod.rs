@@ -9,6 +9,7 @@
 
 mod assets;
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
@@ -36,6 +37,17 @@ pub fn router(guard: Arc<Guard>) -> Router {
         .with_state(index)
         .route("/assets/{name}", get(asset))
         .layer(axum::middleware::from_fn_with_state(guard, page_guard))
+}
+
+/// The address a browser opens for the dashboard of a server bound at `bound`:
+/// `http://127.0.0.1:PORT/` for an all-interfaces bind, the bound address otherwise.
+pub fn url(bound: SocketAddr) -> String {
+    let host = match bound.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{host}:{}/", bound.port())
 }
 
 async fn page(State(index): State<Arc<String>>) -> Response {
@@ -91,5 +103,23 @@ async fn page_guard(State(guard): State<Arc<Guard>>, request: Request, next: Nex
     match guard.check_page(request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url;
+
+    #[test]
+    fn the_address_to_open_is_one_the_guard_accepts() {
+        for (bound, expected) in [
+            ("127.0.0.1:8765", "http://127.0.0.1:8765/"),
+            ("0.0.0.0:80", "http://127.0.0.1:80/"),
+            ("[::]:9000", "http://127.0.0.1:9000/"),
+            ("[::1]:9000", "http://[::1]:9000/"),
+            ("192.168.1.20:8765", "http://192.168.1.20:8765/"),
+        ] {
+            assert_eq!(url(bound.parse().unwrap()), expected, "{bound}");
+        }
     }
 }
