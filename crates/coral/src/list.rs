@@ -5,7 +5,7 @@
 //! pool's rows and only the page's items are cloned, so a page of 50 costs about the same at
 //! 200 or 20,000 memories apart from one pass over the rows (measured in docs/dashboard.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use coral_store::{Pool, Tier};
 use serde::Serialize;
@@ -127,12 +127,14 @@ impl ListQuery {
 pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
     query.check()?;
     let needle = query.contains.as_deref().map(str::to_lowercase);
-    let mut projects: BTreeMap<String, usize> = BTreeMap::new();
-    let mut rows: Vec<u32> = Vec::new();
-    for (row, item) in pool.items().iter().enumerate() {
+    let items = pool.items();
+    let mut projects: HashMap<&str, usize> = HashMap::new();
+    // (sort key, row) of every match; only the page's items are copied afterwards.
+    let mut rows: Vec<(f64, u32)> = Vec::new();
+    for (row, item) in items.iter().enumerate() {
         let row = row as u32;
         let project = item.project.as_deref().unwrap_or("");
-        *projects.entry(project.to_string()).or_default() += 1;
+        *projects.entry(project).or_default() += 1;
         let keep = query.tier.is_none_or(|t| pool.tier(row) == t)
             && query.project.as_deref().is_none_or(|p| p == project)
             && query.from.is_none_or(|f| item.timestamp >= f)
@@ -141,31 +143,35 @@ pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
                 .as_deref()
                 .is_none_or(|n| item.content.to_lowercase().contains(n));
         if keep {
-            rows.push(row);
+            let key = match query.order {
+                ListOrder::Newest | ListOrder::Oldest => item.timestamp,
+                ListOrder::Importance => item.importance,
+                ListOrder::Accessed => item.last_access,
+            };
+            rows.push((key, row));
         }
     }
-    let items = pool.items();
-    // Ties broken by id, so pages never overlap or skip between two calls on the same pool.
-    let by_id = |a: &u32, b: &u32| items[*a as usize].item_id.cmp(&items[*b as usize].item_id);
-    let key = |row: &u32| {
-        let item = &items[*row as usize];
-        match query.order {
-            ListOrder::Newest | ListOrder::Oldest => item.timestamp,
-            ListOrder::Importance => item.importance,
-            ListOrder::Accessed => item.last_access,
-        }
-    };
     let descending = query.order != ListOrder::Oldest;
-    rows.sort_unstable_by(|a, b| {
-        let ord = key(a).total_cmp(&key(b));
-        let ord = if descending { ord.reverse() } else { ord };
-        ord.then_with(|| by_id(a, b))
-    });
-    let page = rows
+    // Ties broken by id, so pages never overlap or skip between two calls on the same pool.
+    let order = |a: &(f64, u32), b: &(f64, u32)| {
+        let by_key = a.0.total_cmp(&b.0);
+        let by_key = if descending { by_key.reverse() } else { by_key };
+        by_key.then_with(|| {
+            items[a.1 as usize]
+                .item_id
+                .cmp(&items[b.1 as usize].item_id)
+        })
+    };
+    // Only the rows up to the page's end need their order: a first page of 20,000 costs a
+    // selection, not a sort.
+    let end = query.offset.saturating_add(query.limit).min(rows.len());
+    if end > 0 && end < rows.len() {
+        rows.select_nth_unstable_by(end - 1, order);
+    }
+    rows[..end].sort_unstable_by(order);
+    let page = rows[query.offset.min(end)..end]
         .iter()
-        .skip(query.offset)
-        .take(query.limit)
-        .map(|&row| Memory {
+        .map(|&(_, row)| Memory {
             item: pool.item(row).clone(),
             tier: pool.tier(row),
         })
@@ -175,6 +181,9 @@ pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
         matched: rows.len(),
         offset: query.offset,
         items: page,
-        projects,
+        projects: projects
+            .into_iter()
+            .map(|(p, n)| (p.to_string(), n))
+            .collect(),
     })
 }

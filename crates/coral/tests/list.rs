@@ -68,6 +68,13 @@ fn pages_cover_every_match_once_in_order() {
         assert_eq!((page.total, page.matched, page.offset), (30, 30, offset));
         seen.extend(page.items.into_iter().map(|m| m.item.item_id));
     }
+    let past_the_end = coral
+        .list(&ListQuery {
+            offset: 40,
+            ..ListQuery::default()
+        })
+        .unwrap();
+    assert_eq!((past_the_end.matched, past_the_end.items.len()), (30, 0));
     let mut newest_first = inserted.clone();
     newest_first.reverse();
     assert_eq!(seen, newest_first);
