@@ -4,7 +4,7 @@
 
 import { call } from './api.js';
 import { t } from './i18n.js';
-import { h, clear, card, stat, fmtNum, fmtBytes, fmtTime, barChart, meter, errorBox } from './ui.js';
+import { h, clear, card, wideCard, stat, fmtNum, fmtBytes, fmtTime, barChart, meter, errorBox } from './ui.js';
 
 function list(items, empty) {
   if (!items || !items.length) return h('p', { class: 'muted', text: empty });
@@ -57,7 +57,7 @@ async function render(root) {
       days.map((d) => h('li', { 'data-date': d.date, 'data-count': d.value, text: `${d.date}: ${d.value}` }))),
     h('p', { class: 'muted', text: t('ov.earlier', { n: fmtNum(report.day_histogram.earlier) }) }));
 
-  const eviction = card(t('ov.eviction'),
+  const eviction = wideCard(t('ov.eviction'),
     report.eviction_preview.length
       ? h('div', { class: 'scroll' }, h('table', { class: 'table', 'data-field': 'eviction_preview' },
         h('thead', {}, h('tr', {}, [t('content'), t('heat'), t('tier'), t('importance'), t('accesses'), t('days_old')]
@@ -113,7 +113,7 @@ async function render(root) {
         text: t('ov.held', { n: report.held_change.preview.would_remove, how: report.held_change.confirm }) })
       : null);
 
-  const paths = card(t('ov.paths'), kv(Object.entries(report.paths)
+  const paths = wideCard(t('ov.paths'), kv(Object.entries(report.paths)
     .map(([k, v]) => [k, v || '—', `paths.${k}`])));
 
   clear(root).append(h('div', { class: 'grid overview' },

@@ -47,6 +47,13 @@ export function card(title, ...children) {
   return h('section', { class: 'card' }, title ? h('h2', { text: title }) : null, ...children);
 }
 
+/** A card two grid columns wide (tables, paths) where the screen has room. */
+export function wideCard(title, ...children) {
+  const c = card(title, ...children);
+  c.classList.add('wide');
+  return c;
+}
+
 export function stat(label, value, field) {
   return h('div', { class: 'stat' },
     h('div', { class: 'label', text: label }),
@@ -110,7 +117,7 @@ export function meter(ratio, marks = []) {
   const clamped = Math.max(0, Math.min(1, ratio || 0));
   const level = marks.length && clamped >= marks[marks.length - 1] ? 'hard'
     : marks.length && clamped >= marks[0] ? 'warn' : 'ok';
-  const svg = s('svg', { viewBox: `0 0 ${w} 16`, class: `meter ${level}`, role: 'img',
+  const svg = s('svg', { viewBox: `0 0 ${w} 16`, class: `meter ${level}`, role: 'img', preserveAspectRatio: 'none',
     'aria-label': `${Math.round(clamped * 100)}%` });
   svg.append(s('rect', { x: 0, y: 2, width: w, height: 12, rx: 6, class: 'meter-bg' }));
   svg.append(s('rect', { x: 0, y: 2, width: w * clamped, height: 12, rx: 6, class: 'meter-fill' }));
