@@ -25,6 +25,7 @@
 //!   `../shared/upstream-data/`.
 
 mod architecture_doc;
+mod browser;
 mod clients;
 mod deps;
 mod embed_bench;
@@ -157,6 +158,8 @@ fn ci() -> Result<()> {
     ])?;
     // `coral mcp` checked by the official Python MCP client and the MCP Inspector --strict.
     clients::check(&root())?;
+    // The dashboard's browser test drives Chromium with these npm packages.
+    browser::ensure_packages(&root())?;
     // With the ONNX runtime and test model (fetched when the environment lacks them).
     test_models::test_workspace(&root())?;
     // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).
