@@ -11,7 +11,10 @@ use anyhow::{Context, Result, bail};
 /// `npm ci` in the browser test's folder unless its packages are there.
 pub fn ensure_packages(root: &Path) -> Result<()> {
     let dir = root.join("crates/coral-mcp/tests/browser");
-    if dir.join("node_modules/puppeteer-core/package.json").exists() {
+    if dir
+        .join("node_modules/puppeteer-core/package.json")
+        .exists()
+    {
         return Ok(());
     }
     eprintln!(
