@@ -22,11 +22,19 @@ const tabs = document.getElementById('tabs');
 let current = null;
 let rendering = null;
 let generation = 0;
+// What the last /health poll found: null (not asked yet), 'live' or 'offline'.
+let liveState = null;
 let lastCount = null;
 
 function viewFromHash() {
   const id = location.hash.replace(/^#\/?/, '');
   return VIEWS.find((v) => v.id === id) || VIEWS[0];
+}
+
+function drawLive() {
+  const live = document.getElementById('live');
+  live.textContent = liveState === null ? '' : `${liveState === 'live' ? '●' : '○'} ${t(liveState)}`;
+  live.title = t('live_help');
 }
 
 function drawChrome() {
@@ -40,6 +48,7 @@ function drawChrome() {
   const refresh = document.getElementById('refresh');
   refresh.textContent = t('refresh');
   refresh.title = `${t('refresh')} (R)`;
+  drawLive();
   // Built once and updated in place, so a focused tab keeps the focus.
   if (!tabs.firstChild) {
     for (const v of VIEWS) tabs.append(h('a', { href: `#/${v.id}`, role: 'tab', id: `tab-${v.id}`, 'aria-controls': 'main' }));
@@ -76,6 +85,7 @@ async function show(keep = false) {
       if (mine !== generation) return;
       current = view;
       main.replaceChildren(...stage.childNodes);
+      if (!keep) window.scrollTo(0, 0);
       if (keep && focused) document.getElementById(focused)?.focus();
       for (const el of main.querySelectorAll('[data-w]')) {
         // Widths through the CSSOM: the CSP allows no inline style attributes.
@@ -115,14 +125,13 @@ async function poll() {
   try {
     const answer = await health();
     const count = answer.memories;
-    const live = document.getElementById('live');
-    live.textContent = `● ${t('live')}`;
-    live.title = t('live_help');
+    liveState = 'live';
     if (lastCount !== null && count !== lastCount) liveRefresh();
     lastCount = count;
   } catch {
-    document.getElementById('live').textContent = `○ ${t('offline')}`;
+    liveState = 'offline';
   }
+  drawLive();
 }
 
 onTokenNeeded(async (reason) => {
