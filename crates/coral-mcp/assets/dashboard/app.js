@@ -6,6 +6,7 @@ import { t, lang, setLang } from './i18n.js';
 import { h, dialog, dialogOpen, field, errorBox } from './ui.js';
 import overview from './overview.js';
 
+performance.mark('coral-script');
 export const meta = JSON.parse(document.getElementById('coral-meta').textContent);
 
 // Only the first view is loaded up front; the others when first opened.
@@ -62,8 +63,11 @@ function drawChrome() {
     a.tabIndex = v === active ? 0 : -1;
     a.className = v === active ? 'active' : '';
   });
-  // On a narrow screen the tab strip scrolls: keep the current tab in sight.
-  document.getElementById(`tab-${active.id}`).scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  // On a narrow screen the tab strip scrolls: keep the current tab in sight. In the next frame,
+  // so that the layout this needs never delays the view's first request.
+  requestAnimationFrame(() => {
+    document.getElementById(`tab-${active.id}`).scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  });
 }
 
 /**
@@ -85,7 +89,9 @@ async function show(keep = false) {
       if (mine !== generation) return;
       current = view;
       main.replaceChildren(...stage.childNodes);
-      if (!keep) window.scrollTo(0, 0);
+      // A new view starts at the top (not on the first one: nothing is scrolled yet, and
+      // scrolling would force a layout before the view counts as drawn).
+      if (!keep && document.body.dataset.ready) window.scrollTo(0, 0);
       if (keep && focused) document.getElementById(focused)?.focus();
       for (const el of main.querySelectorAll('[data-w]')) {
         // Widths through the CSSOM: the CSP allows no inline style attributes.

@@ -26,6 +26,11 @@ const browser = await puppeteer.launch({
   args: ['--no-sandbox', '--disable-dev-shm-usage'],
 });
 const first = [];
+// The phases of the first view: the app script starts, its first requests leave, their
+// answers are in; then the view is drawn ("first").
+const script = [];
+const request = [];
+const answer = [];
 const memoriesView = [];
 const nextPage = [];
 let memories = null;
@@ -36,7 +41,19 @@ for (let i = 0; i < runs; i++) {
   await page.setViewport({ width: 1280, height: 800 });
   await page.goto(url);
   await page.waitForFunction(() => document.body.dataset.ready === '1');
-  first.push(await page.evaluate(() => performance.getEntriesByName('coral-first-view')[0].startTime));
+  const phases = await page.evaluate(() => {
+    const rpc = performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/rpc')).slice(0, 2);
+    return {
+      first: performance.getEntriesByName('coral-first-view')[0].startTime,
+      script: performance.getEntriesByName('coral-script')[0].startTime,
+      request: Math.min(...rpc.map((e) => e.startTime)),
+      answer: Math.max(...rpc.map((e) => e.responseEnd)),
+    };
+  });
+  first.push(phases.first);
+  script.push(phases.script);
+  request.push(phases.request);
+  answer.push(phases.answer);
   memories = await page.evaluate(() => document.querySelector('[data-field="stats.total"]').textContent);
   const t0 = await page.evaluate(() => {
     const t = performance.now();
@@ -57,6 +74,7 @@ await browser.close();
 console.log(JSON.stringify({
   memories,
   first_view_interactive: stats(first),
+  phases: { script_started: stats(script), requests_sent: stats(request), answers_in: stats(answer) },
   memories_view: stats(memoriesView),
   next_page: stats(nextPage),
 }, null, 2));
