@@ -111,6 +111,10 @@ async function show(keep = false) {
   })();
   rendering = run;
   await run;
+  // What the page just drew is current: only a later change by someone else refreshes it.
+  if (mine === generation) {
+    health().then((a) => { lastCount = a.memories; }).catch(() => {});
+  }
   if (mine === generation && !document.body.dataset.ready) {
     document.body.dataset.ready = '1';
     performance.mark('coral-first-view');

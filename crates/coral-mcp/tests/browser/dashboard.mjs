@@ -324,7 +324,8 @@ await check('threads: a thread advanced from the CLI appears on the board with i
 
 await check('timeline: a reload card expands to its stored body', async () => {
   await view('timeline');
-  await page.click('button[data-conversation="c1"]');
+  // The latest conversation opens by itself.
+  await page.waitForSelector('button[data-conversation="c1"][aria-pressed="true"]');
   await page.waitForSelector('li.entry.folded button[data-action="expand"]');
   const card = await page.$eval('li.entry.folded .text', (e) => e.textContent);
   assert.ok(card.length < longBody.length, 'the card is shorter than the body');
@@ -362,6 +363,14 @@ await check('keyboard: number keys and arrow keys move between views', async () 
   await page.waitForFunction(() => document.body.dataset.view === 'memories');
   await page.keyboard.press('/');
   assert.equal(await page.evaluate(() => document.activeElement.id), 'mem-query');
+});
+
+await check('live: a memory another client inserts appears without a reload', async () => {
+  await view('overview');
+  const before = Number((await text('[data-field="stats.total"]')).replace(/[^0-9]/g, ''));
+  await rpc(URL, 'memory_insert', { content: 'written by another client while the page is open' });
+  await page.waitForFunction((n) => Number(document.querySelector('[data-field="stats.total"]')?.textContent.replace(/[^0-9]/g, '')) === n,
+    { timeout: 20_000 }, before + 1);
 });
 
 await check('a phone-width screen shows every view without sideways scrolling', async () => {
