@@ -46,7 +46,12 @@ fn each_conversation_of_the_hard_key_with_its_counts_newest_first() {
     )
     .unwrap();
     // Another user and another tenant with the same conversation ids.
-    turn(&t, &Namespace::new("bob", "morning"), "SECRET", T0 + 9_000.0);
+    turn(
+        &t,
+        &Namespace::new("bob", "morning"),
+        "SECRET",
+        T0 + 9_000.0,
+    );
     turn(
         &t,
         &Namespace::new("alice", "hidden").tenant("acme"),
@@ -56,7 +61,11 @@ fn each_conversation_of_the_hard_key_with_its_counts_newest_first() {
 
     let list = t.conversations(&alice).unwrap();
     let ids: Vec<&str> = list.iter().map(|c| c.conversation_id.as_str()).collect();
-    assert_eq!(ids, ["evening", "morning"], "newest first, this hard key only");
+    assert_eq!(
+        ids,
+        ["evening", "morning"],
+        "newest first, this hard key only"
+    );
     let (evening, morning) = (&list[0], &list[1]);
     assert_eq!(
         (morning.entries, morning.completed_turns, morning.open_turns),
