@@ -2,7 +2,8 @@
 //! anchor in a 2,000-entry conversation (≤ 2 ms); settling a turn with 10 tool results (≤ 1 ms
 //! plus the SQLite commit), measured as `complete_turn` in memory (no commit cost) and on a WAL
 //! file with `synchronous = NORMAL` and `FULL`; and `retrieve_for_turn` over 2,000 raw entries
-//! and 100 summaries (≤ 5 ms p50), with the hash embedder and with words only.
+//! and 100 summaries (≤ 5 ms p50), with the hash embedder and with words only, by the default
+//! hybrid fusion and by MemCore's RRF (`_rrf`).
 
 use std::hint::black_box;
 
@@ -176,6 +177,28 @@ fn bench_retrieve(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 97) % 500;
             black_box(t.retrieve_for_turn(&ns, &request(i), Some(&embedder)))
+        })
+    });
+    group.bench_function("2000_raw_100_summaries_hash384_rrf", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 97) % 500;
+            let req = RetrieveRequest {
+                fusion: coral_timeline::Fusion::Rrf,
+                ..request(i)
+            };
+            black_box(t.retrieve_for_turn(&ns, &req, Some(&embedder)))
+        })
+    });
+    group.bench_function("2000_raw_100_summaries_words_only_rrf", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i = (i + 97) % 500;
+            let req = RetrieveRequest {
+                fusion: coral_timeline::Fusion::Rrf,
+                ..request(i)
+            };
+            black_box(t.retrieve_for_turn(&ns, &req, None))
         })
     });
     group.bench_function("2000_raw_100_summaries_words_only", |b| {

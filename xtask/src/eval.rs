@@ -153,7 +153,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             .collect::<serde_json::Map<_, _>>(),
         "skipped_embedders": skipped,
         "protocol": "shared/eval-data/README.md and docs/eval.md; metrics are fractions averaged over questions",
-        "modes": "pool: every retrieval.mode (coral::RETRIEVAL_MODES) with its defaults; rrf-equal = rrf with every list weighted 1 and no last-line boost; vector = weighted 1/0/0; none/bm25 = the coral-score BM25 kernel alone (k1 1.5, b 0.75, distinct query terms, no merging); none/jaccard = bitmap Jaccard alone. timeline: retrieve_for_turn's RRF (k 60) of BM25 and cosine; none = words only",
+        "modes": "pool: every retrieval.mode (coral::RETRIEVAL_MODES) with its defaults; hybrid-no-* = hybrid with one part off; hybrid-min-0.35 = the original's min_score; rrf-equal = rrf with every list weighted 1 and no last-line boost; vector = weighted 1/0/0; none/bm25 = the coral-score BM25 kernel alone (k1 1.5, b 0.75, MemCore's terms, distinct query terms, no merging); none/jaccard = bitmap Jaccard alone. timeline: hybrid (the pool's fusion) and rrf (MemCore's k 60) of BM25 and cosine; none = words only",
         "reference": REFERENCE,
     });
     let table = report::to_json(&corpora, &cells, meta);

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use coral::Coral;
 
-use crate::tools::{Registry, ToolError};
+use crate::tools::{Pin, Registry, Scope, ToolError};
 use serde_json::{Value, json};
 
 use crate::http_guard::{Guard, GuardOptions};
@@ -169,14 +169,27 @@ pub fn check_bind(options: &HttpOptions) -> anyhow::Result<()> {
 }
 
 /// Serve until SIGINT or SIGTERM, then checkpoint. Prints the bound address on stdout as one
-/// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0.
+/// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0. The timeline
+/// answers for the default user only ([`Pin::default_user`]); [`serve_with`] takes another
+/// registry.
 pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
-    serve_with(coral, options, Registry::builtin())
+    serve_with(
+        coral,
+        options,
+        Registry::builtin().with_scope(Scope::Pinned(Pin::default_user())),
+    )
 }
 
-/// [`serve`] with the tools of `registry`.
+/// [`serve`] with the tools of `registry`. A registry serving every namespace needs a token
+/// (any program or page reaching the port could otherwise read every user's timeline).
 pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> anyhow::Result<()> {
     check_bind(&options)?;
+    if registry.scope().is_any() && !options.guard.has_token() {
+        bail!(
+            "serving every timeline namespace needs a token: pass --token (or set \
+             CORAL_HTTP_TOKEN), or pin the registry to one namespace"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -217,7 +230,7 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
     Ok(())
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -41,6 +41,8 @@ mod dashboard;
 pub mod http;
 pub mod http_guard;
 pub mod mcp;
+pub mod mcp_http;
+pub mod mcp_surface;
 mod stdio_frames;
 mod stdio_transport;
 pub mod tools;

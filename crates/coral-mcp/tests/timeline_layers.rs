@@ -68,6 +68,8 @@ fn open(dir: &Path, base_url: &str) -> Coral {
     };
     config.llm.base_url = base_url.to_string();
     config.llm.api_key = "test-key".into();
+    // Hash vectors vote too (by default they do not), so the vector ranking is exercised.
+    config.retrieval.hybrid.hash_vector = 1.0;
     Coral::open_with(config, Arc::new(HashEmbedder::new(64).unwrap())).unwrap()
 }
 

@@ -392,6 +392,67 @@ impl Bm25Index {
         score
     }
 
+    /// The share of the query's term weight document `doc` contains: `Σ w(t)·idf(t)` over the
+    /// query terms it has, divided by the same sum over the query's terms; 0 when the document
+    /// is absent or shares nothing; idf as in [`Bm25Index::scores`], over the index.
+    ///
+    /// Terms no document has count in the divisor only with `count_absent` (as if one document
+    /// in `N + 1` had them): a question's words are all part of what it asks, so a memory that
+    /// matches one word of five ("the user") is a partial match even if the other four are in
+    /// no memory; a conversation's lines are mostly chatter, whose words nobody wrote down.
+    ///
+    /// ```
+    /// use coral_score::{Bm25Index, Bm25Query};
+    /// let mut index = Bm25Index::new();
+    /// index.insert_text(0, "plane trees in the park");
+    /// index.insert_text(1, "flight to tokyo");
+    /// let q = Bm25Query::from_text("plane to tokyo japan");
+    /// let (c0, c1) = (index.coverage(&q, 0, false), index.coverage(&q, 1, false));
+    /// assert!(c1 > c0 && c0 > 0.0);
+    /// assert!((c0 + c1 - 1.0).abs() < 1e-12); // between them, every term the index has
+    /// assert!(index.coverage(&q, 1, true) < c1); // "japan" is in no document
+    /// ```
+    pub fn coverage(&self, query: &Bm25Query, doc: u32, count_absent: bool) -> f64 {
+        self.coverage_of(query, count_absent)(doc)
+    }
+
+    /// [`Bm25Index::coverage`] for many documents: the query's terms are looked up once, and
+    /// the function returned costs a binary search per term and document.
+    pub fn coverage_of(&self, query: &Bm25Query, count_absent: bool) -> impl Fn(u32) -> f64 + '_ {
+        let n_docs = self.docs.len() as f64;
+        let idf = |df: f64| (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+        let mut total = 0.0;
+        let mut masses: Vec<(u32, f64)> = Vec::new();
+        for (term, weight) in query.terms() {
+            if *weight <= 0.0 || !weight.is_finite() {
+                continue;
+            }
+            match self.term_ids.get(term.as_str()) {
+                Some(&id) => {
+                    let mass = weight * idf(self.postings[id as usize].len() as f64);
+                    total += mass;
+                    masses.push((id, mass));
+                }
+                None if count_absent => total += weight * idf(0.0),
+                None => {}
+            }
+        }
+        move |doc| {
+            let Some(d) = self.docs.get(&doc) else {
+                return 0.0;
+            };
+            if total <= 0.0 {
+                return 0.0;
+            }
+            let matched: f64 = masses
+                .iter()
+                .filter(|(id, _)| d.terms.binary_search_by_key(id, |&(t, _)| t).is_ok())
+                .map(|(_, mass)| mass)
+                .sum();
+            matched / total
+        }
+    }
+
     /// The best `k` documents with a positive score among those `accept` lets through, best
     /// first; equal scores rank the smaller id first.
     pub fn search(

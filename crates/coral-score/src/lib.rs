@@ -39,21 +39,32 @@
 //! assert_eq!(hits.len(), 2);
 //! ```
 
+mod analysis;
 mod bm25;
 mod decay;
 mod dot;
+mod fusion;
 mod jaccard;
 mod near_duplicate;
 mod rank_lists;
 mod rrf;
 mod scan;
 mod terms;
+mod time_calendar;
+mod time_chinese;
+mod time_english;
+mod time_query;
 mod topk;
 mod weights;
 
+pub use analysis::{
+    content_lines, for_each_search_term, is_mostly_cjk, is_stop_term, search_query, search_terms,
+    stem,
+};
 pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
+pub use fusion::{HybridParams, Relevance, Spread, fuse_hybrid, with_neighbours};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 pub use near_duplicate::near_duplicate;
 pub use rank_lists::{ListQuery, Rankings, rank_lists};
@@ -61,5 +72,6 @@ pub use rrf::rrf;
 pub use rrf::rrf_weighted;
 pub use scan::{PARALLEL_THRESHOLD, Query, ScanRows, scan};
 pub use terms::{for_each_keyword_term, keyword_terms};
+pub use time_query::{TimeWindow, time_window};
 pub use topk::{Scored, TopK};
 pub use weights::Weights;

@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 
 use crate::jaccard::{bitmap_jaccard_with_count, popcount};
 use crate::scan::PARALLEL_THRESHOLD;
-use crate::{Bitmap, ScanRows, Scored, TopK, dot, time_decay};
+use crate::{Bitmap, ScanRows, Scored, Spread, TopK, dot, time_decay};
 
 /// What [`rank_lists`] ranks.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +34,9 @@ pub struct Rankings {
     pub vector: Vec<Scored>,
     /// Rows by bitmap Jaccard with the query bitmap; `score` is the Jaccard.
     pub jaccard: Vec<Scored>,
+    /// The dot products of every candidate (empty without a query vector), for hybrid
+    /// fusion's z-scores ([`crate::fuse_hybrid`]).
+    pub vector_spread: Spread,
 }
 
 /// Ranks the candidate rows by vector and by bitmap Jaccard in one pass over the pool.
@@ -79,7 +82,7 @@ fn rank_lists_chunked(pool: &ScanRows, query: &ListQuery, chunk_rows: usize) -> 
         bitmap_count: popcount(query.bitmap),
     };
     let chunk_rows = chunk_rows.max(1);
-    let (vector, jaccard) = if chunk_rows >= rows {
+    let (vector, jaccard, vector_spread) = if chunk_rows >= rows {
         ranker.rank(0..rows)
     } else {
         (0..rows.div_ceil(chunk_rows))
@@ -91,9 +94,16 @@ fn rank_lists_chunked(pool: &ScanRows, query: &ListQuery, chunk_rows: usize) -> 
             .reduce_with(|mut a, b| {
                 a.0.merge(b.0);
                 a.1.merge(b.1);
+                a.2.merge(&b.2);
                 a
             })
-            .unwrap_or_else(|| (TopK::new(query.depth), TopK::new(query.depth)))
+            .unwrap_or_else(|| {
+                (
+                    TopK::new(query.depth),
+                    TopK::new(query.depth),
+                    Spread::default(),
+                )
+            })
     };
     let with_time = |top: TopK| -> Vec<Scored> {
         let mut hits = top.into_sorted_vec();
@@ -106,6 +116,7 @@ fn rank_lists_chunked(pool: &ScanRows, query: &ListQuery, chunk_rows: usize) -> 
     Rankings {
         vector: with_time(vector),
         jaccard: with_time(jaccard),
+        vector_spread,
     }
 }
 
@@ -118,13 +129,18 @@ struct Ranker<'a> {
 }
 
 impl Ranker<'_> {
-    fn rank(&self, rows: Range<usize>) -> (TopK, TopK) {
+    fn rank(&self, rows: Range<usize>) -> (TopK, TopK, Spread) {
         let mut by_vector = TopK::new(self.query.depth);
         let mut by_jaccard = TopK::new(self.query.depth);
+        let mut spread = Spread::default();
         let pool = self.pool;
         let mut visit = |r: usize| {
             let vector = match self.vector {
-                Some(q) => dot(q, &pool.vectors[r * pool.dim..(r + 1) * pool.dim]),
+                Some(q) => {
+                    let v = dot(q, &pool.vectors[r * pool.dim..(r + 1) * pool.dim]);
+                    spread.add(f64::from(v));
+                    v
+                }
                 None => 0.0,
             };
             let jaccard = if self.bitmap_count == 0 {
@@ -162,7 +178,7 @@ impl Ranker<'_> {
                 .for_each(|r| visit(r as usize)),
             None => rows.for_each(visit),
         }
-        (by_vector, by_jaccard)
+        (by_vector, by_jaccard, spread)
     }
 }
 
@@ -217,10 +233,39 @@ mod tests {
                 .map(|e| e.0)
                 .collect::<Vec<_>>()
         };
+        let vector_spread = if query
+            .vector
+            .is_some_and(|q| pool.dim > 0 && q.len() == pool.dim)
+        {
+            let allowed =
+                (0..pool.len()).filter(|r| query.allow.is_none_or(|a| a.contains(*r as u32)));
+            Spread::of(
+                allowed.map(|r| {
+                    f64::from(dot(
+                        query.vector.unwrap(),
+                        &pool.vectors[r * pool.dim..(r + 1) * pool.dim],
+                    ))
+                }),
+                0,
+            )
+        } else {
+            Spread::default()
+        };
         Rankings {
             vector: finish(vector),
             jaccard: finish(jaccard),
+            vector_spread,
         }
+    }
+
+    /// The lists equal, the spreads equal up to the order of additions.
+    fn same(got: &Rankings, want: &Rankings) -> bool {
+        let s = (&got.vector_spread, &want.vector_spread);
+        got.vector == want.vector
+            && got.jaccard == want.jaccard
+            && s.0.count() == s.1.count()
+            && (s.0.mean() - s.1.mean()).abs() < 1e-9
+            && (s.0.std_dev() - s.1.std_dev()).abs() < 1e-9
     }
 
     fn xorshift(seed: u64) -> impl FnMut() -> u64 {
@@ -268,8 +313,13 @@ mod tests {
                 allow: filtered.then_some(&allow),
             };
             let expected = reference(&pool, &query);
-            prop_assert_eq!(&rank_lists(&pool, &query), &expected);
-            prop_assert_eq!(&rank_lists_chunked(&pool, &query, chunk_rows), &expected);
+            // Depth 0 ranks nothing, spreads included.
+            if depth > 0 {
+                prop_assert!(same(&rank_lists(&pool, &query), &expected));
+                prop_assert!(same(&rank_lists_chunked(&pool, &query, chunk_rows), &expected));
+            } else {
+                prop_assert_eq!(&rank_lists(&pool, &query), &Rankings::default());
+            }
             let no_vector = ListQuery { vector: Some(&[1.0]), ..query };
             prop_assert!(rank_lists(&pool, &no_vector).vector.is_empty());
         }

@@ -4,9 +4,13 @@
 //! Hard filters (hard key, conversation, time window, layers, kinds, facets, a summary's
 //! sources, what the context already shows) pick the candidates first. Then two rankings are
 //! made over exactly those candidates: BM25 (k1 1.5, b 0.75, corpus statistics of the
-//! candidates; NFKC, ASCII words, CJK unigrams and bigrams; entity anchors weighted 3×) and,
-//! when an embedder is given, vector cosine. Reciprocal-rank fusion (k = 60) merges them. The
-//! best hits are returned raw first, each raw hit with its whole turn.
+//! candidates; `coral_score::search_terms`: NFKC, words with English inflections folded, CJK
+//! unigrams and bigrams; the query without function words; entity anchors weighted 3×) and,
+//! when an embedder is given and the fusion weighs vectors, vector cosine. The request's
+//! [`Fusion`] merges them (`rank.rs`): by default the memory pool's hybrid fusion, in which a
+//! time-shaped query without a `time_hint` ("yesterday", "上周") prefers its window; or
+//! MemCore's reciprocal-rank fusion (k = 60). The best hits are returned raw first, each raw
+//! hit with its whole turn.
 //!
 //! Every hard key has an in-memory index (`index.rs`) that follows the database, reading only
 //! rows added since the last call. Vectors are computed the first time a candidate needs one
@@ -15,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono_tz::Tz;
-use coral_score::{Bm25Params, Bm25Query, cosine, rrf};
+use coral_score::{Bm25Params, Spread, cosine, search_query, time_window};
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
@@ -24,6 +28,8 @@ use crate::error::Error;
 use crate::index::{Doc, Layer, encode};
 use crate::layers::{FACETS, LayerSettings, SummaryCard};
 use crate::namespace::Namespace;
+use crate::policy::DispatchPolicy;
+use crate::rank::{Fusion, Rankings, fuse};
 use crate::raw_window::{floor_of, open_turns};
 use crate::read::{Projection, UnitView, unit_view_of};
 use crate::reply::{Failure, ReadStatus, Reply, zone_of};
@@ -35,8 +41,6 @@ use crate::timeline::Timeline;
 use crate::turn::TurnStatus;
 use crate::tz::{self, Period};
 
-/// Reciprocal-rank constant (`docs/timeline.md`, "Retrieval": MemCore's k = 60).
-pub const RRF_K: f64 = 60.0;
 /// Weight of entity anchors in the BM25 query.
 pub const ANCHOR_WEIGHT: f64 = 3.0;
 /// Hits returned when no limit is given (MemCore's `retrieval_limit`).
@@ -93,6 +97,15 @@ pub struct RetrieveRequest {
     pub timezone: Option<String>,
     /// Which summaries the context shows (to leave them out).
     pub settings: LayerSettings,
+    /// How the rankings are fused (default: hybrid, docs/ranking.md).
+    pub fusion: Fusion,
+    /// The clock of a time-shaped query ("yesterday"), Unix seconds (default: the system
+    /// clock). Only read when there is no `time_hint`.
+    pub now: Option<f64>,
+    /// The operator's policy: kinds it does not allow are never candidates (and withheld in a
+    /// hit's turn), `kind_patterns` may not reach past it, and under its explicit-trace rule
+    /// tool calls, results and events are candidates only when `kind_patterns` name them.
+    pub policy: DispatchPolicy,
 }
 
 /// One hit.
@@ -161,6 +174,9 @@ pub struct Retrieved {
     /// What went wrong without stopping the search (an embedder failure: words only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Entries of the hits' turns the server's dispatch policy withholds.
+    #[serde(skip_serializing_if = "crate::read::is_zero")]
+    pub withheld: usize,
     /// The hits: raw first, then summaries, each group best first.
     pub hits: Vec<RetrieveHit>,
 }
@@ -204,12 +220,13 @@ impl Timeline {
                  {MAX_QUERY_CHARS}"
             )));
         }
-        let mut query = Bm25Query::from_text(&req.query);
+        // A model's query is one line; a pasted conversation gets its last line weighted.
+        let mut query = search_query(&req.query, 1.0);
         for anchor in &req.entity_anchors {
-            query.add_text(anchor, ANCHOR_WEIGHT);
+            query.add_search_text(anchor, ANCHOR_WEIGHT);
         }
         for topic in &req.topic_terms {
-            query.add_text(topic, 1.0);
+            query.add_search_text(topic, 1.0);
         }
         if query.is_empty() {
             return Err(invalid(
@@ -248,6 +265,9 @@ impl Timeline {
                 )));
             }
         }
+        req.policy
+            .check_patterns(&req.kind_patterns)
+            .map_err(invalid)?;
         // Raw entries whose origin is one of these; `third_party` names no stored origin, so
         // a filter of it alone keeps nothing.
         let mut origins: Vec<Origin> = Vec::new();
@@ -271,6 +291,18 @@ impl Timeline {
         };
         let hk = ns.hard_key();
         let conv = ns.conversation_id.as_str();
+        // A time-shaped query prefers its window, unless a time hint sets one.
+        let soft_window = match (&req.time_hint, &req.fusion) {
+            (None, Fusion::Hybrid(_)) => {
+                let now = req.now.unwrap_or_else(unix_now);
+                if !now.is_finite() {
+                    return Err(invalid(format!("now = {now} is not a time")));
+                }
+                time_window(&req.query, now, zone)
+            }
+            _ => None,
+        };
+        let embedder = embedder.filter(|_| req.fusion.wants_vectors());
         let model = embedder.map(|e| e.model_id());
 
         let slot = self.retrieval.slot(&hk);
@@ -293,11 +325,12 @@ impl Timeline {
                 .query_map(params![hk, conv, floor], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             units.extend(open_turns(tx, &hk, conv)?);
-            // Memories a newer one reinforced are history: the newer one answers.
+            // Memories a newer one reinforced are history: the newer one answers. Summaries made
+            // from something since forgotten are not found either.
             let replaced: HashSet<String> = tx
                 .prepare_cached(
                     "SELECT summary_id FROM summaries WHERE hard_key = ?1 \
-                     AND superseded_by IS NOT NULL",
+                     AND (superseded_by IS NOT NULL OR stale_at IS NOT NULL)",
                 )?
                 .query_map(params![hk], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
@@ -346,6 +379,14 @@ impl Timeline {
                 continue;
             }
             if doc.layer == Layer::Raw
+                && (!req.policy.allows(&doc.kind)
+                    || (req.policy.explicit_trace
+                        && req.kind_patterns.is_empty()
+                        && DispatchPolicy::is_trace(&doc.kind)))
+            {
+                continue;
+            }
+            if doc.layer == Layer::Raw
                 && by_origin
                 && !doc.origin.is_some_and(|o| origins.contains(&o))
             {
@@ -388,6 +429,7 @@ impl Timeline {
         let mut by_words = index.bm25.scores_within(&query, params, &candidates);
         by_words.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut by_vector: Vec<(u32, f64)> = Vec::new();
+        let mut vector_spread = Spread::default();
         let mut warnings = Vec::new();
         if let (Some(e), Some(m)) = (embedder, &model)
             && !candidates.is_empty()
@@ -470,6 +512,7 @@ impl Timeline {
                     && v.len() == query_vector.len()
                 {
                     let c = f64::from(cosine(v, &query_vector));
+                    vector_spread.add(c);
                     if c > 0.0 {
                         by_vector.push((d, c));
                     }
@@ -477,9 +520,21 @@ impl Timeline {
             }
             by_vector.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
-        let dense_rank: Vec<u32> = by_vector.iter().map(|h| h.0).collect();
-        let word_rank: Vec<u32> = by_words.iter().map(|h| h.0).collect();
-        let fused = rrf(&[&dense_rank, &word_rank], RRF_K);
+        let question = coral_score::content_lines(&req.query).nth(1).is_none();
+        let coverage = index.bm25.coverage_of(&query, question);
+        let fused = fuse(
+            &req.fusion,
+            &Rankings {
+                docs: &index.docs,
+                candidates: &candidates,
+                by_words: &by_words,
+                coverage: &coverage,
+                by_vector: &by_vector,
+                vector_spread,
+                window: soft_window.as_ref(),
+                limit,
+            },
+        );
         let bm25_of: HashMap<u32, f64> = by_words.iter().copied().collect();
         let dense_of: HashMap<u32, f64> = by_vector.iter().copied().collect();
 
@@ -517,6 +572,7 @@ impl Timeline {
         let docs = &index.docs;
         let mut hits = Vec::with_capacity(picks.len());
         let mut tokens = 0;
+        let mut withheld = 0;
         self.read(|tx| {
             for p in &picks {
                 let d = &docs[p.doc as usize];
@@ -525,6 +581,9 @@ impl Timeline {
                     _ => summary_hit(tx, &hk, d, zone)?,
                 };
                 let Some(mut hit) = hit else { continue };
+                if let Some(turn) = hit.turn.as_mut() {
+                    withheld += turn.withhold(&req.policy);
+                }
                 let cost = hit
                     .turn
                     .as_ref()
@@ -562,6 +621,7 @@ impl Timeline {
             excluded_visible,
             tokens,
             warnings,
+            withheld,
             hits,
         };
         Ok(Reply::new(status, message, Some(&zone_name), found))
@@ -614,7 +674,7 @@ fn raw_hit(
     }
     let turn = unit_view_of(&rows, status, Projection::Conversation, zone, 0);
     let mut hit = blank_hit(d, zone);
-    hit.text = row.visible_text().to_string();
+    hit.text = row.visible_text_in(zone).into_owned();
     hit.turn = Some(turn);
     Ok(Some(hit))
 }
@@ -638,4 +698,10 @@ fn summary_hit(
     hit.period_end_at = Some(tz::minute_label(card.period_end, zone));
     hit.summary = Some(card);
     Ok(Some(hit))
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

@@ -779,3 +779,64 @@ fn a_long_history_is_embedded_over_several_calls() {
     assert!(second.warnings.is_empty(), "{:?}", second.warnings);
     assert_eq!(e.texts.load(Ordering::SeqCst), n + 2);
 }
+
+/// A time-shaped query without a time hint prefers its window under the default (hybrid)
+/// fusion, as of the request's clock; MemCore's RRF ranks by words alone.
+#[test]
+fn a_time_shaped_query_prefers_its_window() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    let day = 86_400.0;
+    // The old entry says more about the deploy: by words alone it wins.
+    say(
+        &t,
+        &ns,
+        "deploy the billing service, deploy checklist done",
+        "old",
+        T0,
+    );
+    say(
+        &t,
+        &ns,
+        "deploy of the billing service",
+        "new",
+        T0 + 20.0 * day,
+    );
+    let now = T0 + 21.0 * day;
+    let ask = |query: &str, fusion: coral_timeline::Fusion| {
+        let req = RetrieveRequest {
+            query: query.into(),
+            include_visible: true,
+            now: Some(now),
+            fusion,
+            ..RetrieveRequest::default()
+        };
+        let r = t.retrieve_for_turn(&ns, &req, None);
+        r.hits
+            .iter()
+            .map(|h| h.memory_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let hybrid = coral_timeline::Fusion::default();
+    assert_eq!(ask("what did we deploy yesterday?", hybrid), ["new", "old"]);
+    assert_eq!(ask("昨天 deploy", hybrid), ["new", "old"]);
+    assert_eq!(ask("what did we deploy?", hybrid), ["old", "new"]);
+    assert_eq!(
+        ask("what did we deploy yesterday?", coral_timeline::Fusion::Rrf),
+        ["old", "new"]
+    );
+    // A time hint is a hard filter and replaces the query's own window.
+    let mut req = RetrieveRequest {
+        query: "what did we deploy yesterday?".into(),
+        include_visible: true,
+        now: Some(now),
+        ..RetrieveRequest::default()
+    };
+    req.time_hint = Some(TimeHint {
+        end_ts: Some(T0 + day),
+        ..TimeHint::default()
+    });
+    let r = t.retrieve_for_turn(&ns, &req, None);
+    let ids: Vec<&str> = r.hits.iter().map(|h| h.memory_id.as_str()).collect();
+    assert_eq!(ids, ["old"]);
+}

@@ -23,7 +23,6 @@ use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
-use crate::threads::open_threads;
 use crate::timeline_slot::TimelineSlot;
 use crate::types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
@@ -85,7 +84,16 @@ impl Coral {
             });
         }
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
-        let threads = open_threads(&config)?;
+        // The thread store and the timeline follow `privacy.redact_secrets` through the
+        // engine's switch, so a config edit reaches them too.
+        let redaction = engine.config.redaction().clone();
+        let threads = ThreadStore::open_with(
+            config.threads_path(),
+            coral_thread::StoreOptions {
+                redaction: redaction.clone(),
+                ..config.thread_store_options()
+            },
+        )?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
                 "{} entr(ies) of {} are not readable threads; kept in the file as they are",
@@ -94,7 +102,7 @@ impl Coral {
             ));
         }
         notices.extend(threads.repairs());
-        let timeline = TimelineSlot::new(&config);
+        let timeline = TimelineSlot::new(&config, redaction);
         Ok(Coral {
             engine,
             threads,
@@ -159,6 +167,13 @@ impl Coral {
     /// [`Coral::insert`] with a project tag, an explicit creation time or clock.
     pub fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
         self.engine.insert_with(content, options)
+    }
+
+    /// [`Coral::search_with`] without counting the hits as accesses, so nothing is journaled:
+    /// for memories shown without being asked for (a client hook's recall before each prompt),
+    /// which would otherwise gain heat from every prompt that mentions their words.
+    pub fn search_uncounted(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+        self.engine.search_uncounted(query, options)
     }
 
     /// The `top_k` memories most relevant to `query`.

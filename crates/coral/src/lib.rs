@@ -40,15 +40,18 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig, HeatWeightsConfig,
-    LlmConfig, Loaded, MemoryConfig, ParallelismConfig, PathsConfig, RETRIEVAL_MODES, ReloadConfig,
-    RetrievalConfig, RetrievalWeights, RrfWeights, StorageConfig, SyncMode, ThreadsConfig,
-    llm_settings,
+    CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig,
+    HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
+    ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
+    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
+    SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
 };
 pub use config_ops::{
-    ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
+    ConfigChange, ConfigFile, Edit, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,
+    tool_may_change,
 };
 pub use coral::Coral;
+pub use coral_base::secrets::{marker as redaction_marker, redact};
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
@@ -56,7 +59,7 @@ pub use coral_base::{
 pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
     UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
-    model_spec,
+    model_spec, tokenize,
 };
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
@@ -79,5 +82,6 @@ pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_da
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::open_threads;
 pub use types::{
-    DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
+    DiskUsage, ImportReport, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit,
+    SearchOptions, Stats,
 };

@@ -17,9 +17,20 @@ pub struct Memory {
     pub tier: Tier,
 }
 
-/// What an insert did.
+/// What an insert did: stored or merged, and the secrets taken out of the text first.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Insert {
+pub struct Insert {
+    /// Stored, or merged into an existing memory.
+    pub outcome: InsertOutcome,
+    /// The kind of each secret replaced by a marker before the text was stored or embedded
+    /// (`"api-key"`, `"password"`, ...), in order; empty when there was none or
+    /// `privacy.redact_secrets` is off (docs/configuration.md, "Secrets").
+    pub redacted: Vec<&'static str>,
+}
+
+/// Whether an insert stored a new memory or refreshed one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertOutcome {
     /// A new memory was stored.
     Inserted(Item),
     /// The text duplicated (or nearly duplicated) an existing memory, which was refreshed
@@ -30,15 +41,23 @@ pub enum Insert {
 impl Insert {
     /// The id of the stored or refreshed memory.
     pub fn id(&self) -> &str {
-        match self {
-            Insert::Inserted(item) => &item.item_id,
-            Insert::Merged(id) => id,
+        match &self.outcome {
+            InsertOutcome::Inserted(item) => &item.item_id,
+            InsertOutcome::Merged(id) => id,
         }
     }
 
     /// True when a new memory was stored.
     pub fn inserted(&self) -> bool {
-        matches!(self, Insert::Inserted(_))
+        matches!(self.outcome, InsertOutcome::Inserted(_))
+    }
+
+    /// The new memory, when one was stored.
+    pub fn item(&self) -> Option<&Item> {
+        match &self.outcome {
+            InsertOutcome::Inserted(item) => Some(item),
+            InsertOutcome::Merged(_) => None,
+        }
     }
 }
 
@@ -77,6 +96,8 @@ pub struct SearchOptions {
     pub min_score: Option<f64>,
     /// Score as of this time (default: the system clock).
     pub now: Option<f64>,
+    /// IANA zone of time-shaped queries ("yesterday"; default `timeline.timezone`).
+    pub timezone: Option<String>,
 }
 
 /// The parts of a hit's score.
@@ -88,7 +109,7 @@ pub struct Scores {
     pub jaccard: f64,
     /// Recency of the memory's creation.
     pub time: f64,
-    /// BM25 of the query's keywords in the memory; reported in `retrieval.mode = "rrf"` only.
+    /// BM25 of the query's keywords in the memory; reported in the hybrid and rrf modes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bm25: Option<f64>,
 }

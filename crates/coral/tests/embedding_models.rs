@@ -47,11 +47,19 @@ fn write_config(dir: &Path, embedding: Value) -> PathBuf {
     path
 }
 
+/// A MiniLM store in the original's weighted mode, where the vectors decide (0.6 of the
+/// score): these tests look at which vectors are scored. In the default hybrid mode a lone
+/// shared word ("plane") and a lone close meaning weigh about the same in a pool of six
+/// (docs/ranking.md); `crates/coral/tests/hybrid.rs` tests that mode with a model.
 fn minilm(dir: &Path, model: &(PathBuf, PathBuf)) -> PathBuf {
-    write_config(
+    let path = write_config(
         dir,
         json!({"embedder": "onnx", "model_path": model.0, "ort_library": model.1}),
-    )
+    );
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["retrieval"] = json!({"mode": "weighted"});
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    path
 }
 
 fn hash(dir: &Path) -> PathBuf {

@@ -33,6 +33,8 @@ fn open(dir: &std::path::Path) -> Coral {
     config.storage.sync = "never".into();
     config.embedding.embedder = "hash".into();
     config.embedding.dim = DIM;
+    // The reference is the original's weighted formula (the default mode is hybrid).
+    config.retrieval.mode = coral::RetrievalMode::Weighted;
     let embedder = HashEmbedder::new(DIM).expect("dim is positive");
     Coral::open_with(config, Arc::new(embedder)).expect("coral opens")
 }

@@ -3,15 +3,20 @@
 
 use std::sync::Arc;
 
-use coral::{Config, Coral, HashEmbedder, InsertOptions, SearchOptions};
+use coral::{Config, Coral, HashEmbedder, InsertOptions, RetrievalMode, SearchOptions};
 
 fn open(dir: &std::path::Path, quota: usize) -> Coral {
+    open_in(dir, quota, RetrievalMode::default())
+}
+
+fn open_in(dir: &std::path::Path, quota: usize, mode: RetrievalMode) -> Coral {
     let mut config = Config {
         base_dir: dir.to_path_buf(),
         ..Config::default()
     };
     config.storage.sync = "never".into();
     config.memory.project_quota = quota;
+    config.retrieval.mode = mode;
     Coral::open_with(config, Arc::new(HashEmbedder::new(256).unwrap())).unwrap()
 }
 
@@ -29,10 +34,11 @@ fn insert(coral: &Coral, text: &str, project: Option<&str>) -> String {
         .to_string()
 }
 
+/// The original's additive boost, in its weighted mode.
 #[test]
 fn the_searched_project_and_shared_items_are_boosted() {
     let dir = tempfile::tempdir().unwrap();
-    let coral = open(dir.path(), 0);
+    let coral = open_in(dir.path(), 0, RetrievalMode::Weighted);
     let a = insert(&coral, "deploy notes for the release 部署说明", Some("A"));
     let b = insert(&coral, "deploy notes for the launch 部署文档", Some("B"));
     let shared = insert(&coral, "deploy notes always in English 部署规范", None);

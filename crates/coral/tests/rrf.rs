@@ -14,7 +14,7 @@ fn open_with(dir: &std::path::Path, edit: impl FnOnce(&mut Config)) -> Coral {
         ..Config::default()
     };
     config.storage.sync = "never".into();
-    config.retrieval.mode = "rrf".into();
+    config.retrieval.mode = coral::RetrievalMode::Rrf;
     edit(&mut config);
     Coral::open_with(config, Arc::new(HashEmbedder::new(384).unwrap())).unwrap()
 }
@@ -90,7 +90,7 @@ fn ranks_by_fusion_and_reports_every_component() {
     let json = serde_json::to_value(&hits[0]).unwrap();
     assert!(json["scores"]["bm25"].as_f64().unwrap() > 0.0);
     let mut weighted = coral.config().as_ref().clone();
-    weighted.retrieval.mode = "weighted".into();
+    weighted.retrieval.mode = coral::RetrievalMode::Weighted;
     coral.set_config(weighted).unwrap();
     let hit = &search(&coral, "拿铁咖啡", 1, None)[0];
     assert_eq!(hit.item.item_id, ids[0]);

@@ -158,9 +158,9 @@ installed. The run re-executes itself in release mode with the `onnx` feature.
 New modes: a value added to `coral::RETRIEVAL_MODES` (the list `retrieval.mode` is validated
 against) is measured on the pool with its default settings automatically; a variant with other
 settings is one entry of `VARIANTS` in `xtask/src/eval/modes.rs`; a new embedder is one entry
-of `EMBEDDERS` in `xtask/src/eval/embedders.rs`. The timeline ignores `retrieval.mode` today, so
-`timeline_modes()` lists only its own fusion; when it shares the pool's ranking, that function
-returns `pool_modes()`.
+of `EMBEDDERS` in `xtask/src/eval/embedders.rs`. The timeline is measured in every mode it
+tells apart (`timeline_modes()`: `hybrid` and `rrf`; `Coral::timeline_retrieve` fuses by
+MemCore's RRF in both `weighted` and `rrf`).
 ";
 
 const LAYOUT: &str = "
@@ -208,15 +208,22 @@ id is the source id) at its time, then `Coral::timeline_retrieve` (`retrieve_for
 engine's embedder; words only for embedder `none`) per question: the question as the query, no
 time hint, 10 hits, `include_visible = true` (nothing is compacted, so the whole conversation
 is the context's raw window, which retrieval leaves out by default). A hit's `memory_id` is the
-document id. The timeline has no clock parameter; it ranks by BM25 and cosine only.
+document id. The request's clock (`RetrieveRequest::now`) is the group's, for time-shaped
+questions.
 
 **Metrics**: recall@k = |gold ∩ top-k| / |gold| and hit@k = [gold ∩ top-k ≠ ∅], for k = 1,
 3, 5 and 10, averaged over the questions of each category and overall.
 
-**Modes** (pool): every value of `retrieval.mode` with its defaults (`weighted`: the original's
-0.6 / 0.2 / 0.2 fusion with 7-day recency; `rrf`: vector, Jaccard and BM25 rankings fused by
-weighted reciprocal rank, `retrieval.rrf_weights` defaults), `rrf-equal` (every list weighted
-1, no last-line boost), `vector` (vectors alone). Embedder `none`: `bm25` (the `coral-score`
-BM25 kernel alone, k1 1.5, b 0.75, every document separately) and `jaccard` (bitmap Jaccard
-alone). Timeline: `rrf`, its fixed fusion (k = 60) of BM25 and, with an embedder, cosine.
+**Modes** (pool): every value of `retrieval.mode` with its defaults (`hybrid`, the default:
+BM25 and vector z-scores with neighbouring context and coordination, bounded priors,
+time-shaped queries' windows, docs/ranking.md; `weighted`: the original's 0.6 / 0.2 / 0.2
+fusion with 7-day recency; `rrf`: vector, Jaccard and BM25 rankings fused by weighted
+reciprocal rank, `retrieval.rrf_weights` defaults), then variants: `hybrid-no-neighbours`,
+`hybrid-no-coordination`, `hybrid-no-priors`, `hybrid-no-time` (one part of hybrid off each),
+`hybrid-min-0.35` (the original's default `retrieval.min_score`), `rrf-equal` (every list
+weighted 1, no last-line boost), `vector` (vectors alone). Embedder `none`: `bm25` (the
+`coral-score` BM25 kernel alone, k1 1.5, b 0.75, every document separately, MemCore's terms:
+no stemming, every query word) and `jaccard` (bitmap Jaccard alone). Timeline: `hybrid` (the
+pool's fusion code over its candidates; hash vectors do not vote) and `rrf` (MemCore's k = 60
+fusion of BM25 and, with an embedder, cosine); embedder `none` ranks by words only.
 ";

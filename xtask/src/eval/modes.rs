@@ -37,6 +37,42 @@ pub struct Mode {
 /// Variants of the facade's modes, measured for every embedder after the plain modes.
 pub const VARIANTS: &[Mode] = &[
     Mode {
+        name: "hybrid-no-neighbours",
+        ranker: Ranker::Facade {
+            base: "hybrid",
+            edit: Some(|c| c.retrieval.hybrid.neighbours = 0.0),
+        },
+    },
+    Mode {
+        name: "hybrid-no-coordination",
+        ranker: Ranker::Facade {
+            base: "hybrid",
+            edit: Some(|c| c.retrieval.hybrid.coordination = 0.0),
+        },
+    },
+    Mode {
+        name: "hybrid-no-priors",
+        ranker: Ranker::Facade {
+            base: "hybrid",
+            edit: Some(|c| c.retrieval.hybrid.prior = 0.0),
+        },
+    },
+    Mode {
+        name: "hybrid-no-time",
+        ranker: Ranker::Facade {
+            base: "hybrid",
+            edit: Some(|c| c.retrieval.hybrid.time = 0.0),
+        },
+    },
+    Mode {
+        name: "hybrid-min-0.35",
+        ranker: Ranker::Facade {
+            base: "hybrid",
+            // The original's default config sets retrieval.min_score = 0.35.
+            edit: Some(|c| c.retrieval.min_score = 0.35),
+        },
+    },
+    Mode {
         name: "rrf-equal",
         ranker: Ranker::Facade {
             base: "rrf",
@@ -101,25 +137,30 @@ pub fn pool_modes_without_vectors() -> Vec<Mode> {
     ]
 }
 
-/// The timeline's modes. `retrieve_for_turn` ranks with its own fixed fusion (BM25 and, with
-/// an embedder, cosine, by RRF k = 60) and reads no `retrieval.*` setting, so there is one
-/// mode; the config change is still applied, so when the timeline shares the pool's ranking
-/// this becomes `pool_modes()` and every mode is measured on both paths.
+/// The timeline's modes: every `retrieval.mode` ([`coral::Coral::timeline_retrieve`] fuses
+/// by hybrid fusion in `"hybrid"` and by MemCore's RRF in the others, so `"weighted"` would
+/// repeat `"rrf"` and is left out).
 pub fn timeline_modes() -> Vec<Mode> {
-    vec![Mode {
-        name: "rrf",
-        ranker: Ranker::Facade {
-            base: "rrf",
-            edit: None,
-        },
-    }]
+    RETRIEVAL_MODES
+        .iter()
+        .filter(|&&name| name != "weighted")
+        .map(|&name| Mode {
+            name,
+            ranker: Ranker::Facade {
+                base: name,
+                edit: None,
+            },
+        })
+        .collect()
 }
 
 impl Mode {
     /// Apply this mode to `config` (nothing for the kernel).
     pub fn apply(&self, config: &mut Config) {
         if let Ranker::Facade { base, edit } = self.ranker {
-            config.retrieval.mode = base.to_string();
+            config.retrieval.mode = base
+                .parse()
+                .unwrap_or_else(|e| panic!("mode {}: {e}", self.name));
             if let Some(edit) = edit {
                 edit(config);
             }

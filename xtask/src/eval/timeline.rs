@@ -51,17 +51,29 @@ pub fn run_group(
             query: q.text.clone(),
             limit: DEPTH,
             include_visible: true,
+            now: Some(group.now),
             ..RetrieveRequest::default()
         };
+        // Words only: the fusion the configuration gives, without an embedder.
         let result = if vectors {
             coral.timeline_retrieve(&ns, &req)?
         } else {
-            timeline.retrieve_for_turn(&ns, &req, None)
+            let fusion = match mode_of(&coral) {
+                coral::RetrievalMode::Hybrid => coral::timeline::Fusion::Hybrid(
+                    coral
+                        .config()
+                        .retrieval
+                        .hybrid
+                        .params_for("hash", &req.query),
+                ),
+                _ => coral::timeline::Fusion::Rrf,
+            };
+            timeline.retrieve_for_turn(&ns, &RetrieveRequest { fusion, ..req }, None)
         };
         check(&result, &q.text).with_context(|| group.name.clone())?;
         ranked.push(
             result
-                .payload
+                .into_payload()
                 .hits
                 .into_iter()
                 .map(|h| std::iter::once(h.memory_id).chain(h.also_matched).collect())
@@ -74,6 +86,10 @@ pub fn run_group(
         ranked,
         merged: Vec::new(),
     })
+}
+
+fn mode_of(coral: &Coral) -> coral::RetrievalMode {
+    coral.config().retrieval.mode
 }
 
 /// A retrieval that failed or warned is an error: the figures would not mean what they say.

@@ -134,6 +134,7 @@ fn search(coral: &Coral, query: &str, project: Option<&str>) -> Result<Vec<Searc
             project: project.map(String::from),
             min_score: None,
             now: Some(T_SEARCH),
+            timezone: None,
         },
     )?)
 }

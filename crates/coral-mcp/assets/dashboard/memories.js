@@ -28,7 +28,15 @@ function listArgs(extra = {}) {
 /** Why a hit ranked: each component times its weight, the largest named. */
 function why(hit) {
   const sc = hit.scores || {};
-  const mode = retrieval?.mode || 'weighted';
+  const mode = retrieval?.mode || 'hybrid';
+  if (mode === 'hybrid') {
+    // Relevance first (docs/ranking.md): the evidence is BM25's word match and the cosine;
+    // recency only breaks near-ties as a prior.
+    const parts = [];
+    if (sc.bm25) parts.push(t('mem.why_words', { v: fmtScore(sc.bm25) }));
+    if (sc.vector) parts.push(t('mem.why_meaning', { v: fmtScore(sc.vector) }));
+    return `${t('mem.why_hybrid')}: ${parts.length ? parts.join(' + ') : t('mem.why_time_only')} · ${t('score.time')} ${fmtScore(sc.time)} (${t('mem.prior')})`;
+  }
   if (mode !== 'weighted') {
     return t('mem.why_rrf', { mode });
   }

@@ -260,7 +260,8 @@ await check('memories: a search shows a memory inserted over MCP, with its score
   }));
   assert.match(hit.content, /zebra crossing/);
   assert.deepEqual(hit.scores.slice(0, 3), ['vector', 'jaccard', 'time']);
-  assert.match(hit.why, /Mostly|×/);
+  // The default mode ranks by relevance first: the hit's evidence is its words' BM25.
+  assert.match(hit.why, /^Relevance first: words matched \(BM25 [0-9.]+\)/);
   await shot('memories-search');
 });
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::modes::EmbedderKind;
+use super::ranking::{HybridConfig, RetrievalMode};
 
 /// `retrieval.weights`
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,10 +69,6 @@ impl RrfWeights {
     }
 }
 
-/// Every value `retrieval.mode` accepts, in the order `cargo xtask eval` measures them
-/// (docs/eval.md): a mode added here is validated and evaluated with no other change.
-pub const RETRIEVAL_MODES: &[&str] = &["weighted", "rrf"];
-
 /// `retrieval.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -86,14 +83,17 @@ pub struct RetrievalConfig {
     pub min_score: f64,
     /// Search the cold tier too.
     pub include_cold: bool,
-    /// One of [`RETRIEVAL_MODES`]: `"weighted"` or `"rrf"`.
-    pub mode: String,
+    /// How the pool ranks: `"hybrid"` (the default), `"weighted"` or `"rrf"`. A config without
+    /// the key (the original's) ranks with the default.
+    pub mode: RetrievalMode,
     /// Score added to items of the searched project and to shared items.
     pub project_boost: f64,
     /// Ranking weights of the rrf mode.
     pub rrf_weights: RrfWeights,
-    /// Weight added to the BM25 terms of a multi-line query's last line (rrf mode).
+    /// Weight added to the BM25 terms of a multi-line query's last line (rrf and hybrid).
     pub bm25_last_line_boost: f64,
+    /// Weights and bounds of the hybrid mode (and the timeline's retrieval).
+    pub hybrid: HybridConfig,
 }
 
 impl Default for RetrievalConfig {
@@ -104,10 +104,11 @@ impl Default for RetrievalConfig {
             tau_days: 7.0,
             min_score: 0.0,
             include_cold: true,
-            mode: "weighted".into(),
+            mode: RetrievalMode::default(),
             project_boost: 0.15,
             rrf_weights: RrfWeights::default(),
             bm25_last_line_boost: 1.0,
+            hybrid: HybridConfig::default(),
         }
     }
 }
@@ -115,7 +116,7 @@ impl Default for RetrievalConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::config::{Config, RETRIEVAL_MODES};
 
     #[test]
     fn rrf_weights_and_last_line_boost_are_validated() {
@@ -177,8 +178,11 @@ mod tests {
         for mode in RETRIEVAL_MODES {
             let text = format!(r#"{{"retrieval": {{"mode": "{mode}"}}}}"#);
             let (config, warnings) = Config::from_json(&text).unwrap();
-            assert_eq!(config.retrieval.mode, *mode);
+            assert_eq!(config.retrieval.mode.as_str(), *mode);
             assert!(warnings.is_empty());
         }
+        // The original's configs have no retrieval.mode: they rank with the default.
+        let (config, _) = Config::from_json(r#"{"retrieval": {"top_k": 3}}"#).unwrap();
+        assert_eq!(config.retrieval.mode, RetrievalMode::Hybrid);
     }
 }

@@ -2,7 +2,6 @@
 
 use super::Config;
 use super::modes::SyncMode;
-use super::retrieval::RETRIEVAL_MODES;
 
 impl Config {
     /// Every problem with the values, each naming its key and value.
@@ -85,14 +84,7 @@ impl Config {
                 ));
             }
         }
-        if !RETRIEVAL_MODES.contains(&r.mode.as_str()) {
-            let names: Vec<String> = RETRIEVAL_MODES.iter().map(|m| format!("{m:?}")).collect();
-            p.push(format!(
-                "retrieval.mode = {:?} must be {}",
-                r.mode,
-                names.join(" or ")
-            ));
-        }
+        p.extend(r.hybrid.problems());
         if SyncMode::parse(&s.sync).is_none() {
             p.push(format!(
                 "storage.sync = {:?} must be \"always\", \"interval\" or \"never\"",
@@ -111,9 +103,16 @@ impl Config {
                 coral_timeline::MAX_LIMIT
             ));
         }
+        if let Err(e) = self.timeline.policy.dispatch().validate() {
+            p.push(format!("timeline.policy.{e}"));
+        }
+        if let Err(e) = self.timeline.prompt.validate() {
+            p.push(format!("timeline.prompt.{e}"));
+        }
         if let Err(e) = coral_timeline::parse_zone(&self.timeline.timezone) {
             p.push(format!("timeline.timezone: {e}"));
         }
+        self.hooks.problems(&mut p);
         if s.wal_max_bytes < 4096 {
             p.push(format!(
                 "storage.wal_max_bytes = {} must be at least 4096",
@@ -180,7 +179,7 @@ mod tests {
         );
         check(
             r#"{"retrieval": {"mode": "magic"}}"#,
-            &["retrieval.mode", "magic", "\"rrf\""],
+            &["retrieval.mode", "magic", "\"rrf\"", "\"hybrid\""],
         );
         check(r#"{"memory": {"#, &["line 1"]);
         check("[1]", &["object"]);

@@ -15,20 +15,18 @@ use crate::error::Result;
 /// The memory store behind its one commit door.
 pub(crate) struct Door {
     store: Store,
-    /// BM25 index of the pool for `retrieval.mode = "rrf"`; `None` until that mode needs it.
+    /// BM25 index of the pool for the hybrid and rrf modes; `None` until a search needs it.
     keywords: Option<KeywordIndex>,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
     tokens: TokenSets,
 }
 
 impl Door {
-    /// The door of `store`; with `keywords`, the BM25 index is built now (rrf mode), so the
-    /// first search does not pay for it.
-    pub(crate) fn new(store: Store, keywords: bool) -> Door {
-        let keywords = keywords.then(|| KeywordIndex::build(store.pool()));
+    /// The door of `store`; the BM25 index waits for the first search that needs it.
+    pub(crate) fn new(store: Store) -> Door {
         Door {
             store,
-            keywords,
+            keywords: None,
             tokens: TokenSets::default(),
         }
     }
@@ -135,7 +133,7 @@ impl Door {
         (keywords, &self.store)
     }
 
-    /// Forget the keyword index (weighted mode needs none; rrf mode builds it again).
+    /// Forget the keyword index (weighted mode needs none; the other modes build it again).
     pub(crate) fn drop_keywords(&mut self) {
         self.keywords = None;
     }

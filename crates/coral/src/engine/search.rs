@@ -1,6 +1,6 @@
-//! The search path (docs/configuration.md, "Retrieval modes"): embed outside the lock, one
-//! scoring pass over the whole pool, top-k (weighted fusion here, rank fusion with BM25 in
-//! `search_rrf`), then count each returned hit for heat.
+//! The search path (docs/ranking.md): embed outside the lock, rank by `retrieval.mode` (hybrid
+//! fusion in `search_hybrid`, the original's weighted formula in one scoring pass here, rank
+//! fusion in `search_rrf`), then count each returned hit for heat.
 
 use coral_embed::text_features;
 use coral_score::{Query, Weights, scan};
@@ -8,7 +8,9 @@ use coral_store::Record;
 use roaring::RoaringBitmap;
 
 use super::Engine;
-use super::search_rrf::{Fused, RrfQuery, keyword_query};
+use super::search_hybrid::HybridQuery;
+use super::search_rrf::{Fused, RrfQuery};
+use crate::config::RetrievalMode;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_TOP_K, check_text, check_unix_time, unix_now};
 use crate::types::{Scores, SearchHit, SearchOptions};
@@ -20,6 +22,24 @@ impl Engine {
         &self,
         query: &str,
         options: SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
+        self.search_counting(query, options, true)
+    }
+
+    /// `Coral::search_uncounted`: the same pass, nothing journaled.
+    pub(crate) fn search_uncounted(
+        &self,
+        query: &str,
+        options: SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
+        self.search_counting(query, options, false)
+    }
+
+    fn search_counting(
+        &self,
+        query: &str,
+        options: SearchOptions,
+        count: bool,
     ) -> Result<Vec<SearchHit>> {
         check_text("query", query)?;
         self.refresh_config();
@@ -36,9 +56,22 @@ impl Engine {
         }
         let now = options.now.unwrap_or_else(unix_now);
         check_unix_time("now", now)?;
+        let zone = coral_timeline::parse_zone(
+            options
+                .timezone
+                .as_deref()
+                .unwrap_or(&config.timeline.timezone),
+        )
+        .map_err(Error::InvalidInput)?;
         let features = text_features(query);
-        let rrf = config.retrieval.mode == "rrf";
-        let keywords = rrf.then(|| keyword_query(query, config.retrieval.bm25_last_line_boost));
+        let mode = config.retrieval.mode;
+        let keywords = (mode != RetrievalMode::Weighted)
+            .then(|| coral_score::search_query(query, config.retrieval.bm25_last_line_boost));
+        let hybrid = config
+            .retrieval
+            .hybrid
+            .params_for(self.embedder.name(), query);
+        // Embedded even when the vector ranking has no weight: hits report their cosine.
         let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
         let project = options
             .project
@@ -47,8 +80,8 @@ impl Engine {
             .filter(|p| !p.is_empty());
 
         let mut engine = self.lock();
-        if !rrf {
-            // Weighted mode needs no keyword index: free it (rrf builds it again).
+        if mode == RetrievalMode::Weighted {
+            // Weighted mode needs no keyword index: free it (the other modes build it again).
             engine.door.drop_keywords();
         }
         let pool = engine.door.view().pool();
@@ -64,8 +97,23 @@ impl Engine {
         let vector = (vector.len() == pool.dim() && engine.vectors_disabled.is_none())
             .then_some(vector.as_slice());
         let boost = boosted.as_ref().map(|b| (b, r.project_boost));
-        let scored: Vec<Fused> = match &keywords {
-            Some(keywords) => engine.search_rrf(&RrfQuery {
+        let scored: Vec<Fused> = match (mode, &keywords) {
+            (RetrievalMode::Hybrid, Some(keywords)) => engine.search_hybrid(&HybridQuery {
+                vector,
+                bitmap: &features.bitmap,
+                keywords,
+                question: coral_score::content_lines(query).nth(1).is_none(),
+                params: hybrid,
+                window: coral_score::time_window(query, now, zone),
+                heat: config.heat.params(),
+                now,
+                tau_days: r.tau_days,
+                min_score,
+                k,
+                allow: allow.as_ref(),
+                boost,
+            }),
+            (_, Some(keywords)) => engine.search_rrf(&RrfQuery {
                 vector,
                 bitmap: &features.bitmap,
                 keywords,
@@ -77,7 +125,7 @@ impl Engine {
                 allow: allow.as_ref(),
                 boost,
             }),
-            None => scan(
+            (_, None) => scan(
                 &coral_score::ScanRows {
                     dim: pool.dim(),
                     vectors: pool.vectors(),
@@ -115,6 +163,17 @@ impl Engine {
             .collect(),
         };
         let pool = engine.door.view().pool();
+        if !count {
+            return Ok(scored
+                .iter()
+                .map(|s| SearchHit {
+                    item: pool.item(s.row).clone(),
+                    tier: pool.tier(s.row),
+                    score: s.score,
+                    scores: s.scores,
+                })
+                .collect());
+        }
         let records: Vec<Record> = scored
             .iter()
             .map(|s| {

@@ -17,15 +17,16 @@
 //! put every project item above every other, whereas ×1.15 lets it win close calls, as in
 //! weighted mode.
 //!
-//! The BM25 query is the query's distinct terms, each weighted 1; when the query has several
-//! lines with words in them (a conversation, one turn a line), the last such line's terms get
-//! `retrieval.bm25_last_line_boost` more ([`keyword_query`]): the latest turn says what the
-//! conversation is about now. `retrieval.min_score` applies to the fused score; the time term and the
+//! The BM25 query is `coral_score::search_query`: the query's distinct stemmed terms without
+//! function words, each weighted 1; when the query has several lines with words in them (a
+//! conversation, one turn a line), the last such line's terms get
+//! `retrieval.bm25_last_line_boost` more: the latest turn says what the conversation is about
+//! now. `retrieval.min_score` applies to the fused score; the time term and the
 //! weights play no part in the ranking. Ties rank the newer item first, then by id.
 
 use coral_score::{
-    BITMAP_WORDS, Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot,
-    for_each_keyword_term, rank_lists, rrf_weighted, time_decay,
+    BITMAP_WORDS, Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot, rank_lists,
+    rrf_weighted, time_decay,
 };
 use roaring::RoaringBitmap;
 
@@ -51,26 +52,6 @@ pub(crate) struct RrfQuery<'a> {
     pub(crate) k: usize,
     pub(crate) allow: Option<&'a RoaringBitmap>,
     pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
-}
-
-/// The BM25 query for `text`: its distinct terms, weight 1 each, plus `last_line_boost` on the
-/// terms of its last line that has any, when at least two lines have terms.
-pub(crate) fn keyword_query(text: &str, last_line_boost: f64) -> Bm25Query {
-    let mut query = Bm25Query::from_text(text);
-    if last_line_boost > 0.0 {
-        let has_terms = |line: &&str| {
-            let mut any = false;
-            for_each_keyword_term(line, |_| any = true);
-            any
-        };
-        let mut lines = text.lines().filter(has_terms);
-        if let Some(last) = lines.next_back()
-            && lines.next_back().is_some()
-        {
-            query.add_text(last, last_line_boost);
-        }
-    }
-    query
 }
 
 /// One fused hit: pool row, fused score, components.

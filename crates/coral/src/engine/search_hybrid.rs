@@ -1,0 +1,203 @@
+//! `retrieval.mode = "hybrid"` (the default, docs/ranking.md): relevance first, then bounded
+//! priors, then a time-shaped query's window.
+//!
+//! Relevance is `coral_score::fuse_hybrid` of the BM25 ranking (the keyword index's scores
+//! with neighbouring context: items created within `retrieval.hybrid.neighbour_gap_seconds`
+//! of each other lend each other a share of their score) and, when the vector ranking has a
+//! weight, the vector ranking (one pass over the pool's vectors, `coral_score::rank_lists`);
+//! each in standard deviations above its own mean over every searchable item. A ranking
+//! weighted 0 is not computed: with the hash embedder and the defaults only BM25's postings
+//! are walked.
+//!
+//! Score = `relevance × (1 + project_boost for the query's project and shared items)` +
+//! `retrieval.hybrid.prior × prior` + `retrieval.hybrid.time × window fit`, where the prior
+//! (0..=1) is the mean of the creation recency `exp(−age / retrieval.tau_days)` and the item's
+//! heat (`heat.*`: access frequency, recency of access, importance), and the window fit is
+//! `coral_score::TimeWindow::preference` of the item's creation time when the query names a
+//! time ("yesterday", "上周"; `coral_score::time_window` in the `timeline.timezone` zone, or
+//! the search's). Items in that window are candidates even when nothing else matched.
+//! `retrieval.min_score` applies to the score; ties rank the newer item first, then by id.
+
+use coral_heat::{HeatParams, heat};
+use coral_score::{
+    BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Scored, Spread, TimeWindow, TopK,
+    bitmap_jaccard, dot, fuse_hybrid, rank_lists, time_decay, with_neighbours,
+};
+use roaring::RoaringBitmap;
+
+use super::State;
+use super::search_rrf::{Fused, RRF_DEPTH};
+use crate::types::Scores;
+
+/// What a hybrid search looks for.
+pub(crate) struct HybridQuery<'a> {
+    pub(crate) vector: Option<&'a [f32]>,
+    pub(crate) bitmap: &'a Bitmap,
+    pub(crate) keywords: &'a Bm25Query,
+    /// One line (not a conversation): its words absent from every memory still count in the
+    /// coordination factor (`Bm25Index::coverage`).
+    pub(crate) question: bool,
+    pub(crate) params: HybridParams,
+    pub(crate) window: Option<TimeWindow>,
+    pub(crate) heat: HeatParams,
+    pub(crate) now: f64,
+    pub(crate) tau_days: f64,
+    pub(crate) min_score: f64,
+    pub(crate) k: usize,
+    pub(crate) allow: Option<&'a RoaringBitmap>,
+    pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
+}
+
+impl State {
+    /// The best `query.k` rows by hybrid score, best first.
+    pub(crate) fn search_hybrid(&mut self, query: &HybridQuery) -> Vec<Fused> {
+        let depth = RRF_DEPTH.max(query.k);
+        // The index is built or repaired first, so that it matches the pool.
+        let (keywords, store) = self.door.keywords();
+        let pool = store.pool();
+        let p = &query.params;
+        let population = query.allow.map_or(pool.len() as u64, RoaringBitmap::len);
+
+        // BM25 by slot with neighbouring context, and its spread over every searchable item.
+        let raw = if p.bm25 > 0.0 {
+            keywords.scores(pool, query.keywords, query.allow)
+        } else {
+            Vec::new()
+        };
+        let allowed = |row: u32| query.allow.is_none_or(|a| a.contains(row));
+        let smoothed = with_neighbours(&raw, p.neighbours, 4 * depth, |slot| {
+            keywords
+                .neighbours(slot, p.neighbour_gap)
+                .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
+        });
+        // The spread of the scores as ranked (with their context), so that context does not
+        // stand out against the bare scores' spread.
+        let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
+        // Fusion looks at the best 4 × depth only (the z-score follows the score): map just
+        // those to rows, not every item a common word matched.
+        let mut best = smoothed;
+        let keep = 4 * depth;
+        if best.len() > keep {
+            best.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            best.truncate(keep);
+        }
+        let bm25: Vec<(u32, f64)> = best
+            .iter()
+            .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
+            .collect();
+
+        // The vector ranking, only when it votes.
+        let vector = query
+            .vector
+            .filter(|v| v.len() == pool.dim() && p.vector > 0.0);
+        let empty: Bitmap = [0; BITMAP_WORDS];
+        let lists = match vector {
+            Some(v) => rank_lists(
+                &coral_score::ScanRows {
+                    dim: pool.dim(),
+                    vectors: pool.vectors(),
+                    bitmaps: pool.bitmaps(),
+                    timestamps: pool.timestamps(),
+                    tiebreak: pool.tiebreaks(),
+                },
+                &ListQuery {
+                    vector: Some(v),
+                    bitmap: &empty,
+                    now: query.now,
+                    tau_days: query.tau_days,
+                    depth,
+                    allow: query.allow,
+                },
+            ),
+            None => Default::default(),
+        };
+        let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
+        let coverage = keywords.coverage_of(pool, query.keywords, query.question);
+
+        let mut fused: Vec<(u32, f64)> = fuse_hybrid(
+            &bm25,
+            &bm25_spread,
+            &coverage,
+            &by_vector,
+            &lists.vector_spread,
+            p,
+            depth,
+        )
+        .into_iter()
+        .map(|r| (r.id, r.relevance))
+        .collect();
+
+        // A time-shaped query: what happened in its window is a candidate too.
+        if let Some(window) = &query.window {
+            let known: std::collections::HashSet<u32> = fused.iter().map(|f| f.0).collect();
+            let mut inside: Vec<u32> = (0..pool.len() as u32)
+                .filter(|&r| {
+                    allowed(r)
+                        && !known.contains(&r)
+                        && window.contains(pool.timestamps()[r as usize])
+                })
+                .collect();
+            // The newest first, at most `depth`.
+            inside.sort_by(|&a, &b| {
+                pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize])
+            });
+            fused.extend(inside.into_iter().take(depth).map(|r| (r, 0.0)));
+        }
+
+        let mut top = TopK::new(query.k);
+        for (row, relevance) in fused {
+            let r = row as usize;
+            let item = pool.item(row);
+            let boosted = match query.boost {
+                Some((set, amount)) if set.contains(row) => relevance * (1.0 + amount),
+                _ => relevance,
+            };
+            let recency = time_decay(query.now - pool.timestamps()[r], query.tau_days);
+            let warmth = heat(
+                item.access_count,
+                item.last_access,
+                item.importance,
+                query.now,
+                &query.heat,
+                None,
+            );
+            let prior = 0.5 * (recency + warmth.clamp(0.0, 1.0));
+            let fit = query
+                .window
+                .as_ref()
+                .map_or(0.0, |w| w.preference(pool.timestamps()[r]));
+            let score = p.score(boosted, prior, fit);
+            if score >= query.min_score {
+                let hit = Scored {
+                    row,
+                    score,
+                    vector: 0.0,
+                    jaccard: 0.0,
+                    time: 0.0,
+                };
+                top.push_keyed(hit, pool.timestamps()[r], pool.tiebreaks()[r]);
+            }
+        }
+        top.into_sorted_vec()
+            .into_iter()
+            .map(|hit| {
+                let r = hit.row as usize;
+                let bm25 = keywords.score(query.keywords, &pool.item(hit.row).item_id);
+                let cosine = query
+                    .vector
+                    .filter(|v| v.len() == pool.dim())
+                    .map_or(0.0, |q| f64::from(dot(q, pool.vector(hit.row))));
+                Fused {
+                    row: hit.row,
+                    score: hit.score,
+                    scores: Scores {
+                        vector: cosine,
+                        jaccard: bitmap_jaccard(query.bitmap, &pool.bitmaps()[r]),
+                        time: time_decay(query.now - pool.timestamps()[r], query.tau_days),
+                        bm25: Some(bm25),
+                    },
+                }
+            })
+            .collect()
+    }
+}
