@@ -102,7 +102,6 @@ impl ServerHandler for CoralServer {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
-            .enable_resources_list_changed()
             .enable_prompts()
             .build();
         // The tool list never changes during a session; say so, as the original did.
@@ -129,7 +128,7 @@ impl ServerHandler for CoralServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let coral = Arc::clone(&self.coral);
         let registry = Arc::clone(&self.registry);
@@ -138,15 +137,9 @@ impl ServerHandler for CoralServer {
             return to_result(Err(ToolError::UnknownTool(name))).map(CallToolResponse::from);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let threads_may_change = crate::mcp_surface::changes_threads(&name);
         let outcome = tokio::task::spawn_blocking(move || registry.call(&coral, &name, &args))
             .await
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
-        if threads_may_change && outcome.is_ok() {
-            // `coral://threads` now lists something else. A client that cannot take the
-            // notification loses nothing: it reads the resource again when it wants it.
-            let _ = context.peer.notify_resource_list_changed().await;
-        }
         to_result(outcome).map(CallToolResponse::from)
     }
 

@@ -315,19 +315,6 @@ pub fn get_prompt(
     }
 }
 
-/// Whether a tool call may have changed what `coral://threads` lists.
-pub fn changes_threads(tool: &str) -> bool {
-    matches!(
-        tool,
-        "thread_create"
-            | "thread_advance"
-            | "thread_interrupt"
-            | "thread_archive"
-            | "thread_resume"
-            | "thread_merge"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

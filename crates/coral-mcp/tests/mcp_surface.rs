@@ -1,6 +1,6 @@
 //! MCP resources, prompts and `coral mcp --http` (Streamable HTTP) over real processes: the
-//! same tools on both transports, resources read through the tools, a thread change announced
-//! as `notifications/resources/list_changed`, and the HTTP guard's refusals. The official
+//! same tools on both transports, resources read through the tools, and the HTTP guard's
+//! refusals. The official
 //! clients' checks are in `cargo xtask clients` (`tests/clients/python_mcp_http_client.py`).
 
 use std::io::{BufRead, BufReader, Write};
@@ -131,18 +131,14 @@ fn resources_and_prompts_answer_through_the_tools_and_thread_changes_are_announc
     ));
     assert_eq!(recent["memories"][0]["item_id"], json!(id), "{recent}");
 
-    // A thread created over MCP is announced, then listed.
+    // A thread created over MCP is listed; nothing but the answer comes back (clients that
+    // read one line per request stay in step).
     let messages = s.exchange(
         6,
         "tools/call",
         json!({"name": "thread_create", "arguments": {"title": "发布 v2", "summary": "plan"}}),
     );
-    assert!(
-        messages
-            .iter()
-            .any(|m| m["method"] == "notifications/resources/list_changed"),
-        "{messages:?}"
-    );
+    assert_eq!(messages.len(), 1, "{messages:?}");
     let created = &messages.last().unwrap()["result"]["structuredContent"];
     let thread_id = created["thread"]["thread_id"]
         .as_str()
@@ -157,13 +153,6 @@ fn resources_and_prompts_answer_through_the_tools_and_thread_changes_are_announc
         json!({"uri": format!("coral://thread/{thread_id}")}),
     ));
     assert!(one.to_string().contains(&thread_id), "{one}");
-    // A search is not a thread change: nothing is announced.
-    let messages = s.exchange(
-        9,
-        "tools/call",
-        json!({"name": "memory_search", "arguments": {"query": "拿铁"}}),
-    );
-    assert_eq!(messages.len(), 1, "{messages:?}");
 
     // Unknown and malformed URIs are errors naming the URI; nothing else is readable.
     for (n, uri) in [
@@ -312,10 +301,7 @@ fn streamable_http_serves_the_stdio_tools_and_refuses_foreign_pages_and_missing_
     assert_eq!(status, 200, "{answer:?}");
     let session = session.expect("a session id");
     assert_eq!(answer[0]["result"]["serverInfo"]["name"], "coral-memory");
-    assert_eq!(
-        answer[0]["result"]["capabilities"]["resources"]["listChanged"],
-        true
-    );
+    assert!(answer[0]["result"]["capabilities"]["resources"].is_object());
     let (status, _, _) = server.post(
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         Some(&session),

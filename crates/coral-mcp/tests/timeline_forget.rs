@@ -12,7 +12,8 @@ use coral_mcp::tools::CallTool;
 use serde_json::{Value, json};
 
 const CORAL: &str = env!("CARGO_BIN_EXE_coral");
-const SECRET: &str = "ghp_f0rg3tm3n0w9d2";
+// Private text, not shaped like a key (a key would be redacted before it is stored).
+const SECRET: &str = "diary-lisbon-4729qz-private";
 
 fn config_in(dir: &Path) -> PathBuf {
     let config = dir.join("coral_config.json");
@@ -65,7 +66,7 @@ fn record(coral: &Coral) -> String {
             "timeline_record_tool",
             &with(
                 json!({"turn_id": turn, "tool_name": "shell", "call_id": "c1",
-                         "result": format!("token={SECRET}\n").repeat(30),
+                         "result": format!("note={SECRET}\n").repeat(30),
                          "result_source_id": "echo-1"}),
             ),
         )

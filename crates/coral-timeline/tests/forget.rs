@@ -15,7 +15,8 @@ use serde_json::json;
 
 use common::{T0, dump, temp_timeline};
 
-const SECRET: &str = "sk-live-93f1c0ffee77a1";
+// Private text, not shaped like a key (a key would be redacted before it is stored).
+const SECRET: &str = "diary-lisbon-4729qz-private";
 
 /// A summariser that copies the transcript into its summary, as a real one would repeat a
 /// pasted secret.
@@ -72,7 +73,7 @@ fn conversation(t: &Timeline, ns: &Namespace) -> (String, String) {
         // The secret is short, so it stays inline and the summariser sees it; the other
         // results are long and fold into reload cards.
         let result = if i == 1 {
-            format!("export API_KEY={SECRET}")
+            format!("remember {SECRET}")
         } else {
             "部署日志正常。".repeat(60)
         };
@@ -163,9 +164,7 @@ fn a_forgotten_body_leaves_the_file_and_every_read() {
     assert!(
         !memory
             .result_hash
-            .contains(&coral_timeline::sha256_hex(&format!(
-                "export API_KEY={SECRET}"
-            )))
+            .contains(&coral_timeline::sha256_hex(&format!("remember {SECRET}")))
     );
     assert_eq!(content(&t, &ns, &summary).status, ReadStatus::Empty);
     let everything = t.read_timeline(
@@ -183,7 +182,7 @@ fn a_forgotten_body_leaves_the_file_and_every_read() {
     let found = t.retrieve_for_turn(
         &ns,
         &RetrieveRequest {
-            query: format!("API_KEY {SECRET}"),
+            query: format!("remember {SECRET}"),
             include_visible: true,
             ..RetrieveRequest::default()
         },
@@ -419,7 +418,7 @@ fn a_user_can_be_forgotten_across_every_conversation() {
     // Only u2's copy is left on disk.
     assert!(on_disk(&t, &format!("{SECRET}-u2")));
     let t_bytes = |needle: &str| on_disk(&t, needle);
-    assert!(!t_bytes(&format!("export API_KEY={SECRET}")));
+    assert!(!t_bytes(&format!("remember {SECRET}")));
     assert!(!t_bytes("另一个会话"));
 }
 
