@@ -124,10 +124,6 @@ pub(super) fn builtin(name: &str) -> Option<Annotations> {
         "timeline_history" => A::read_only("Model-visible history / 可见历史"),
         "timeline_metrics" => A::read_only("Timeline metrics / 时间线统计"),
         "timeline_recover" => A::destructive("Recover open turns / 恢复遗留轮次", true),
-        "timeline_surface" => A::read_only("Model-visible surface / 模型可见内容"),
-        // Forgetting removes text for good; asking again forgets nothing more.
-        "timeline_forget" => A::destructive("Forget timeline text / 定向遗忘", true),
-        "timeline_forgotten" => A::read_only("What was forgotten / 遗忘记录"),
         _ => return None,
     })
 }
