@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::deps::Package;
+use crate::packages::Package;
 
 /// The members and edges the doc must show.
 #[derive(Debug, Default)]

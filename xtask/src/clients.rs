@@ -91,6 +91,12 @@ pub fn check(root: &Path) -> Result<()> {
         "the Python MCP client check",
     )?;
     eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    let script = root.join("crates/coral-mcp/tests/clients/python_mcp_http_client.py");
+    let out = run(
+        Command::new(&python).arg(&script).arg(&coral),
+        "the Python MCP Streamable HTTP client check",
+    )?;
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
 
     let inspector = inspector(&tools)?;
     let data = tempfile::tempdir()?;
@@ -117,5 +123,71 @@ pub fn check(root: &Path) -> Result<()> {
         bail!("the Inspector listed no tools");
     }
     eprintln!("xtask: MCP Inspector --strict: {count} tools, no schema problems");
-    Ok(())
+    inspect_http(&inspector, &coral)
+}
+
+/// The Inspector against `coral mcp --http`: the tool list with `--strict`, then the resource,
+/// template and prompt lists.
+fn inspect_http(inspector: &Path, coral: &Path) -> Result<()> {
+    use std::io::BufRead;
+
+    let data = tempfile::tempdir()?;
+    let mut server = Command::new(coral)
+        .arg("--data-dir")
+        .arg(data.path())
+        .args(["-q", "mcp", "--http", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .context("starting coral mcp --http")?;
+    let result = (|| -> Result<()> {
+        let mut line = String::new();
+        let stdout = server.stdout.take().context("the server's stdout")?;
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let info: serde_json::Value = serde_json::from_str(&line)
+            .with_context(|| format!("coral mcp --http printed no address: {line:?}"))?;
+        let url = format!(
+            "http://{}{}",
+            info["listening"].as_str().unwrap_or_default(),
+            info["endpoint"].as_str().unwrap_or_default()
+        );
+        let mut counts = Vec::new();
+        for (method, key, strict) in [
+            ("tools/list", "tools", true),
+            ("resources/list", "resources", false),
+            ("resources/templates/list", "resourceTemplates", false),
+            ("prompts/list", "prompts", false),
+        ] {
+            let mut cmd = Command::new(inspector);
+            cmd.args(["--cli", &url, "--transport", "http", "--method", method]);
+            if strict {
+                cmd.arg("--strict");
+            }
+            let out = cmd
+                .output()
+                .context("running the MCP Inspector over HTTP")?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() || !stderr.trim().is_empty() {
+                bail!(
+                    "MCP Inspector over HTTP, {method}, reported problems ({}):\n{stderr}",
+                    out.status
+                );
+            }
+            let listed: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .with_context(|| format!("the Inspector printed no JSON for {method}"))?;
+            let n = listed[key].as_array().map_or(0, Vec::len);
+            if n == 0 {
+                bail!("the Inspector over HTTP listed no {key}");
+            }
+            counts.push(format!("{n} {key}"));
+        }
+        eprintln!(
+            "xtask: MCP Inspector --transport http: {} (tools --strict clean)",
+            counts.join(", ")
+        );
+        Ok(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
 }

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 use crate::architecture_doc::{self, Workspace};
+use crate::packages::{Package, metadata};
 
 /// Which of our crates each crate may depend on (normal and build dependencies).
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -58,23 +58,6 @@ const HTTP_CLIENT_HOMES: &[(&str, &str)] = &[
 /// Workspace members that ship nothing and may use anything.
 const TOOLING: &[&str] = &["xtask", "coral-benches"];
 
-/// One dependency of a workspace member, as `cargo metadata` lists it.
-#[derive(Clone, Debug)]
-pub(crate) struct Dep {
-    pub(crate) name: String,
-    /// `None` for a normal dependency, else `"dev"` or `"build"`.
-    pub(crate) kind: Option<String>,
-}
-
-/// A workspace member.
-#[derive(Clone, Debug)]
-pub(crate) struct Package {
-    pub(crate) name: String,
-    /// Its folder relative to the workspace root (`crates/coral-store`, `xtask`).
-    pub(crate) folder: String,
-    pub(crate) deps: Vec<Dep>,
-}
-
 pub fn check(root: &Path) -> Result<()> {
     let packages = metadata(root)?;
     let doc_path = root.join("ARCHITECTURE.md");
@@ -90,50 +73,6 @@ pub fn check(root: &Path) -> Result<()> {
          workspace"
     );
     Ok(())
-}
-
-fn metadata(root: &Path) -> Result<Vec<Package>> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root)
-        .output()
-        .context("running cargo metadata")?;
-    if !out.status.success() {
-        bail!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let workspace_root = meta["workspace_root"].as_str().unwrap_or_default();
-    let str_of = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    Ok(meta["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            let manifest = Path::new(p["manifest_path"].as_str().unwrap_or_default());
-            let folder = manifest
-                .parent()
-                .and_then(|d| d.strip_prefix(workspace_root).ok())
-                .map(|d| d.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Package {
-                name: str_of(&p["name"]),
-                folder,
-                deps: p["dependencies"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|d| Dep {
-                        name: str_of(&d["name"]),
-                        kind: d["kind"].as_str().map(String::from),
-                    })
-                    .collect(),
-            }
-        })
-        .collect())
 }
 
 /// Every broken dependency rule, one sentence each.
@@ -190,6 +129,7 @@ pub(crate) fn rule_problems(packages: &[Package]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packages::Dep;
 
     fn package(name: &str, deps: &[(&str, Option<&str>)]) -> Package {
         Package {

@@ -22,6 +22,9 @@ use anyhow::{Result, bail};
 #[cfg(feature = "onnx")]
 use serde_json::json;
 
+#[cfg(feature = "onnx")]
+use crate::bench_texts::sentences;
+
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if cfg!(debug_assertions) && std::env::var_os("CORAL_XTASK_ALLOW_DEBUG").is_none() {
         // Timings mean nothing unoptimised: re-run optimised, with ONNX support.
@@ -63,51 +66,6 @@ fn write(root: &Path, report: serde_json::Value) -> Result<()> {
 #[cfg(not(feature = "onnx"))]
 fn measure(_: &Path, _: serde_json::Value) -> Result<()> {
     bail!("xtask was built without the onnx feature: run `cargo xtask bench-embed`")
-}
-
-/// Deterministic short English sentences (10–16 tokens), all different.
-pub(crate) fn sentences(n: usize) -> Vec<String> {
-    const WHO: [&str; 6] = [
-        "The user",
-        "Alice",
-        "The team",
-        "Our client",
-        "Bob",
-        "The agent",
-    ];
-    const DID: [&str; 8] = [
-        "booked a flight to",
-        "prefers the hotel near",
-        "asked about the weather in",
-        "sent the quarterly report from",
-        "wants vegetarian food in",
-        "scheduled a meeting in",
-        "lost a suitcase in",
-        "moved the project office to",
-    ];
-    const WHERE: [&str; 9] = [
-        "Tokyo", "Lyon", "Nairobi", "Lima", "Oslo", "Hanoi", "Denver", "Porto", "Seoul",
-    ];
-    const WHEN: [&str; 7] = [
-        "last Monday",
-        "on Friday morning",
-        "next spring",
-        "before the holidays",
-        "after the conference",
-        "this weekend",
-        "yesterday evening",
-    ];
-    (0..n)
-        .map(|i| {
-            format!(
-                "{} {} {} {} (note {i}).",
-                WHO[i % WHO.len()],
-                DID[(i / 6) % DID.len()],
-                WHERE[(i / 48) % WHERE.len()],
-                WHEN[(i * 5) % WHEN.len()]
-            )
-        })
-        .collect()
 }
 
 #[cfg(feature = "onnx")]

@@ -28,11 +28,15 @@
 //!   `../shared/upstream-data/`.
 
 mod architecture_doc;
+mod bench_texts;
+mod browser;
 mod clients;
 mod deps;
 mod embed_bench;
 mod eval;
 mod fuzz;
+mod hook_bench;
+mod packages;
 mod scenarios;
 mod servers;
 mod stress;
@@ -74,6 +78,7 @@ fn main() -> Result<()> {
         "bench-embed" => embed_bench::run(&root(), &args[1..]),
         "fuzz" => fuzz::run(&root(), &args[1..]),
         "bench-writers" => writers::run(&root()),
+        "bench-hook" => hook_bench::run(&root(), &args[1..]),
         "fixtures" => fixtures(),
         "help" | "--help" | "-h" => {
             print_help();
@@ -101,6 +106,7 @@ fn print_help() {
          scenarios    cross-project and 200-turn scenarios -> target/coral-bench/scenarios.json\n  \
          eval         recall on MADial-Bench and LoCoMo dev, pool and timeline, per embedder and mode -> target/coral-bench/eval.json\n  \
          bench-writers  1 vs 2 vs 4 processes inserting into one directory\n  \
+         bench-hook   the Claude Code prompt hook end to end at 20,000 memories (--runs N, --model minilm|use) -> target/coral-bench/hook-*.json\n  \
          fuzz         run every cargo-fuzz target (--seconds N, default 60)\n  \
          bench-embed  USE and ONNX embedder speed, batching window 0 vs 8 ms -> target/coral-bench/embed.json\n  \
          fixtures     refresh fixtures/compat and fixtures/models from ../shared/upstream-data"
@@ -163,6 +169,8 @@ fn ci() -> Result<()> {
     ])?;
     // `coral mcp` checked by the official Python MCP client and the MCP Inspector --strict.
     clients::check(&root())?;
+    // The dashboard's browser test drives Chromium with these npm packages.
+    browser::ensure_packages(&root())?;
     // With the ONNX runtime and test model (fetched when the environment lacks them).
     test_models::test_workspace(&root())?;
     // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).

@@ -20,7 +20,7 @@ const SEARCHES: usize = 500;
 const GOVERNED: usize = 300;
 
 /// splitmix64: deterministic and dependency-free.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -31,12 +31,12 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
 
-fn words(root: &Path) -> Result<Vec<String>> {
+pub(crate) fn words(root: &Path) -> Result<Vec<String>> {
     let path = root.join("../shared/upstream-data/coral_bench_corpora.json");
     let fallback = || {
         [
@@ -87,7 +87,7 @@ fn words(root: &Path) -> Result<Vec<String>> {
     Ok(list)
 }
 
-fn text(i: usize, words: &[String], rng: &mut Rng) -> String {
+pub(crate) fn text(i: usize, words: &[String], rng: &mut Rng) -> String {
     let w1 = &words[rng.below(words.len())];
     let w3 = &words[rng.below(words.len())];
     let r1 = rng.below(10_000);
@@ -157,23 +157,21 @@ fn integrity(coral: &Coral, data_dir: &Path, checks: &mut Checks, phase: &str) -
             stats.vectors, stats.total
         ),
     );
-    let warm: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(data_dir.join("coral_warm.json"))?)?;
-    let hot: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(data_dir.join("coral_hot.json"))?)?;
-    let cold = std::fs::read_to_string(data_dir.join("coral_cold.jsonl"))?
+    // The hot and warm tiers share coral_warm.json, as the original reads them (docs/storage.md).
+    let read = |name: &str| {
+        std::fs::read(data_dir.join(name)).with_context(|| format!("{phase}: reading {name}"))
+    };
+    let live: Vec<serde_json::Value> = serde_json::from_slice(&read("coral_warm.json")?)?;
+    let cold = String::from_utf8(read("coral_cold.jsonl")?)?
         .lines()
         .filter(|l| !l.trim().is_empty())
         .count();
-    let index: Vec<String> =
-        serde_json::from_slice(&std::fs::read(data_dir.join("coral_vector_index.json"))?)?;
+    let index: Vec<String> = serde_json::from_slice(&read("coral_vector_index.json")?)?;
     checks.check(
-        (hot.len(), warm.len(), cold, index.len())
-            == (stats.hot, stats.warm, stats.cold, stats.total),
+        (live.len(), cold, index.len()) == (stats.hot + stats.warm, stats.cold, stats.total),
         format!(
-            "{phase}: counters match files (files hot {} warm {} cold {} index {}; stats {} {} {} {})",
-            hot.len(),
-            warm.len(),
+            "{phase}: counters match files (files hot+warm {} cold {} index {}; stats {}+{} {} {})",
+            live.len(),
             cold,
             index.len(),
             stats.hot,

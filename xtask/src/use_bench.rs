@@ -109,7 +109,7 @@ pub fn measure(root: &Path) -> Result<Value> {
     let load_s = start.elapsed().as_secs_f64();
     let (rss_loaded, _) = rss_mb();
 
-    let english = crate::embed_bench::sentences(1_000);
+    let english = crate::bench_texts::sentences(1_000);
     let english: Vec<&str> = english.iter().map(String::as_str).collect();
     let madial = madial_texts(root)?;
     let madial: Vec<&str> = madial.iter().map(String::as_str).collect();

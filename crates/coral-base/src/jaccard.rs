@@ -1,5 +1,5 @@
-//! Set Jaccard of sorted, de-duplicated token-hash sets: the near-duplicate test on insert and
-//! the clustering of distillation.
+//! Set Jaccard of sorted, de-duplicated token-hash sets (the near-duplicate test on insert and
+//! the clustering of distillation) and the ratio rule every Jaccard shares.
 
 use std::cmp::Ordering;
 
@@ -19,7 +19,13 @@ pub fn set_jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
             }
         }
     }
-    let union = a.len() + b.len() - inter;
+    jaccard_ratio(inter, a.len() + b.len() - inter)
+}
+
+/// `inter / union`, and 0 for two empty sets (`union == 0`): the one rule of every Jaccard in
+/// Coral (sets here, bitmaps in coral-score).
+#[inline]
+pub fn jaccard_ratio(inter: usize, union: usize) -> f64 {
     if union == 0 {
         0.0
     } else {

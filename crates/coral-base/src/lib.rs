@@ -2,8 +2,9 @@
 //! and CJK classes ([`normalize`], [`is_cjk`], [`fold_term`]), set Jaccard
 //! ([`set_jaccard_sorted`]), quoting text for a model ([`push_quoted`], [`one_line`]), bounded
 //! echoes of values in errors ([`echo`]), process liveness ([`liveness::check`]), I/O errors
-//! that name their file ([`IoContext`]), the names of JSON kinds ([`kind_name`]) and when journal
-//! appends reach the disk ([`SyncPolicy`], [`Syncer`]).
+//! that name their file ([`IoContext`]), the names of JSON kinds ([`kind_name`]), the journals'
+//! checksummed line frame ([`frame`]) and when journal appends reach the disk ([`SyncPolicy`],
+//! [`Syncer`]).
 //!
 //! It sits at the bottom of the crate graph: every other Coral crate may use it, it uses none.
 //!
@@ -19,6 +20,7 @@
 //! ```
 
 mod echo;
+pub mod frame;
 mod io;
 mod jaccard;
 mod json;
@@ -30,7 +32,7 @@ mod text;
 
 pub use echo::{ECHO_CHARS, MAX_MESSAGE_BYTES, bound_message, echo, echo_json};
 pub use io::{IoContext, IoError};
-pub use jaccard::set_jaccard_sorted;
+pub use jaccard::{jaccard_ratio, set_jaccard_sorted};
 pub use json::kind_name;
 pub use liveness::Liveness;
 pub use quote::{is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted};

@@ -8,9 +8,11 @@
 //! both. See `docs/configuration.md`, "Secrets".
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use regex::Regex;
+use serde_json::Value;
 
 /// The text a secret is replaced with: `[redacted:<kind>]`.
 pub fn marker(kind: &str) -> String {
@@ -22,6 +24,14 @@ pub fn marker(kind: &str) -> String {
 struct Shape {
     kind: &'static str,
     pattern: &'static str,
+}
+
+/// The names under which a secret is assigned (`password=…`, `{"api_key": …}`), as a regex
+/// alternation.
+macro_rules! secret_names {
+    () => {
+        r"password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret"
+    };
 }
 
 const SHAPES: &[Shape] = &[
@@ -61,7 +71,11 @@ const SHAPES: &[Shape] = &[
     // `password=…`, `api_key: …`, `secret = "…"`: the value after the assignment.
     Shape {
         kind: "password",
-        pattern: r#"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret))\s*[:=]\s*["']?(?P<value>[^\s"',;]{4,})"#,
+        pattern: concat!(
+            r"(?i:\b(?:",
+            secret_names!(),
+            r#"))\s*[:=]\s*["']?(?P<value>[^\s"',;]{4,})"#
+        ),
     },
     // 密码：…, 密码是…, 口令=…, 秘钥为…: the value after the assignment word, in printable
     // ASCII (so "密码是什么" is a question, not a password).
@@ -111,6 +125,109 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<&'static str>) {
         out = Cow::Owned(next);
     }
     (out, found)
+}
+
+/// Whether an object key names a secret (`password`, `db_password`, `API-Key`, ...).
+fn is_secret_name(key: &str) -> bool {
+    static NAME: OnceLock<Option<Regex>> = OnceLock::new();
+    NAME.get_or_init(|| Regex::new(concat!(r"(?i)(?:^|[_.-])(?:", secret_names!(), r")$")).ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(key))
+}
+
+/// Every string of a JSON value (object keys excepted) redacted in place; the kinds found.
+/// Strings are redacted one by one, so a marker never breaks the JSON around it (redacting its
+/// text form could swallow a closing quote into a value). A string of 4 or more characters
+/// under a key that names a secret (`{"api_key": "…"}`) is a password as a whole.
+pub fn redact_json(value: &mut Value) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                if let (Cow::Owned(clean), kinds) = redact(s) {
+                    *s = clean;
+                    found.extend(kinds);
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(fields) => {
+                for (key, field) in fields.iter_mut() {
+                    match field {
+                        Value::String(s)
+                            if is_secret_name(key)
+                                && s.chars().count() >= 4
+                                && !s.starts_with("[redacted:") =>
+                        {
+                            *s = marker("password");
+                            found.push("password");
+                        }
+                        other => stack.push(other),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Whether redaction is on, one switch shared by every writer of a Coral (the memory pool,
+/// the threads, the timeline), so that a configuration change reaches them all at once.
+/// Clones share the switch. On by default.
+#[derive(Clone, Debug)]
+pub struct Redaction(Arc<AtomicBool>);
+
+impl Default for Redaction {
+    fn default() -> Self {
+        Redaction::new(true)
+    }
+}
+
+impl Redaction {
+    /// A switch, on or off.
+    pub fn new(on: bool) -> Redaction {
+        Redaction(Arc::new(AtomicBool::new(on)))
+    }
+
+    /// Whether texts are redacted now.
+    pub fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Turn redaction on or off for every holder of this switch.
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::Relaxed);
+    }
+
+    /// [`redact`] when on; `text` as it is when off.
+    pub fn apply<'a>(&self, text: &'a str) -> (Cow<'a, str>, Vec<&'static str>) {
+        if self.is_on() {
+            redact(text)
+        } else {
+            (Cow::Borrowed(text), Vec::new())
+        }
+    }
+
+    /// `text` redacted in place when on; the kinds found.
+    pub fn apply_owned(&self, text: &mut String) -> Vec<&'static str> {
+        match self.apply(text) {
+            (Cow::Owned(clean), kinds) => {
+                *text = clean;
+                kinds
+            }
+            (Cow::Borrowed(_), kinds) => kinds,
+        }
+    }
+
+    /// [`redact_json`] when on.
+    pub fn apply_json(&self, value: &mut Value) -> Vec<&'static str> {
+        if self.is_on() {
+            redact_json(value)
+        } else {
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +299,7 @@ mod tests {
             ("password=hunter22", "hunter22", "password"),
             ("db PASSWORD: \"s3cr3t!x\"", "s3cr3t!x", "password"),
             ("api_key = abcd1234efgh", "abcd1234efgh", "password"),
+            ("TOKEN=abcd1234xyz ./run", "abcd1234xyz", "password"),
             ("我的密码是 Abc12345，别告诉别人", "Abc12345", "password"),
             ("服务器密码：p@ssw0rd", "p@ssw0rd", "password"),
             ("口令=zhima1234", "zhima1234", "password"),
@@ -226,6 +344,7 @@ mod tests {
             "the password field is required",
             "password: ***",
             "token expired, log in again",
+            "max_token = 4096 and tokens: 1234",
             "Bearer of bad news is not a token",
             "eyJ is how JWTs start",
             "密码学是一门有趣的学科",
@@ -254,6 +373,55 @@ mod tests {
         let (again, none) = redact(&out);
         assert_eq!(again, out);
         assert!(none.is_empty());
+    }
+
+    #[test]
+    fn json_strings_are_redacted_one_by_one_and_the_json_stays_valid() {
+        let mut v = serde_json::json!({
+            "command": "curl -H 'Authorization: Bearer abcdefghijklmnop1234' x",
+            "env": {"password": "x", "DB_PASSWORD": "s3cr3t!x", "note": "password=\"hunter22\" then text"},
+            "keys": ["sk-AAAAAAAAAAAAAAAAAAAAAAAA", 7, null],
+            "pem": "-----BEGIN PRIVATE KEY-----\nMIIE\n",
+        });
+        let found = redact_json(&mut v);
+        assert_eq!(found.len(), 5, "{found:?} {v}");
+        let text = v.to_string();
+        for secret in [
+            "abcdefghijklmnop1234",
+            "hunter22",
+            "sk-AAAA",
+            "MIIE",
+            "s3cr3t",
+        ] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        // Still an object with the same keys, and a private key's marker did not run on to
+        // the end of the document.
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["keys"][1], 7);
+        assert_eq!(back["env"]["password"], "x");
+        assert_eq!(back["env"]["DB_PASSWORD"], "[redacted:password]");
+        // A key that only contains a secret's name is not one.
+        let mut v = serde_json::json!({"password_hint": "my cat", "secretary": "Ann Lee"});
+        assert!(redact_json(&mut v).is_empty(), "{v}");
+        assert_eq!(back["pem"], "[redacted:private-key]");
+    }
+
+    #[test]
+    fn the_switch_is_shared_by_its_clones() {
+        let on = Redaction::default();
+        let other = on.clone();
+        assert_eq!(on.apply("password=hunter22").1, ["password"]);
+        other.set(false);
+        assert!(!on.is_on());
+        let (text, found) = on.apply("password=hunter22");
+        assert_eq!(text, "password=hunter22");
+        assert!(found.is_empty());
+        let mut owned = String::from("sk-AAAAAAAAAAAAAAAAAAAAAAAA");
+        assert!(on.apply_owned(&mut owned).is_empty());
+        on.set(true);
+        assert_eq!(on.apply_owned(&mut owned), ["api-key"]);
+        assert_eq!(owned, "[redacted:api-key]");
     }
 
     proptest::proptest! {

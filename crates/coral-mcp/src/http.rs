@@ -5,7 +5,7 @@
 //! 400 (bad JSON or arguments), 401 (token), 403 (foreign `Host` or `Origin`), 404 (unknown
 //! tool or path), 405, 413 (body over 1 MiB), 415 (body not `application/json`) or 500.
 //! Loopback by default; any other address needs a token. The browser-facing checks are
-//! `http_guard.rs`, applied to every route.
+//! `http_guard.rs`, applied to every route; `GET /` is the dashboard (`dashboard/`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use coral::Coral;
 
-use crate::tools::{Registry, ToolError};
+use crate::tools::{Pin, Registry, Scope, ToolError};
 use serde_json::{Value, json};
 
 use crate::http_guard::{Guard, GuardOptions};
@@ -35,6 +35,8 @@ pub struct HttpOptions {
     pub port: u16,
     /// Allowed hosts and origins beyond the server's own, and the token.
     pub guard: GuardOptions,
+    /// Also print the dashboard's address on stdout once bound (`coral ui`).
+    pub print_url: bool,
 }
 
 struct AppState {
@@ -128,7 +130,7 @@ async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
 async fn not_found() -> Response {
     failure(
         StatusCode::NOT_FOUND,
-        "no such path; use POST /rpc or GET /health",
+        "no such path; use POST /rpc, GET /health or the dashboard at /",
     )
 }
 
@@ -148,9 +150,10 @@ fn router(state: Arc<AppState>, guard: Arc<Guard>) -> Router {
         .fallback(not_found)
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
-            guard,
+            Arc::clone(&guard),
             crate::http_guard::guard,
         ))
+        .merge(crate::dashboard::router(guard))
 }
 
 /// Refuse a non-loopback bind without a token.
@@ -166,14 +169,27 @@ pub fn check_bind(options: &HttpOptions) -> anyhow::Result<()> {
 }
 
 /// Serve until SIGINT or SIGTERM, then checkpoint. Prints the bound address on stdout as one
-/// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0.
+/// JSON line (`{"listening": "127.0.0.1:8765"}`) so scripts can use port 0. The timeline
+/// answers for the default user only ([`Pin::default_user`]); [`serve_with`] takes another
+/// registry.
 pub fn serve(coral: Coral, options: HttpOptions) -> anyhow::Result<()> {
-    serve_with(coral, options, Registry::builtin())
+    serve_with(
+        coral,
+        options,
+        Registry::builtin().with_scope(Scope::Pinned(Pin::default_user())),
+    )
 }
 
-/// [`serve`] with the tools of `registry`.
+/// [`serve`] with the tools of `registry`. A registry serving every namespace needs a token
+/// (any program or page reaching the port could otherwise read every user's timeline).
 pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> anyhow::Result<()> {
     check_bind(&options)?;
+    if registry.scope().is_any() && !options.guard.has_token() {
+        bail!(
+            "serving every timeline namespace needs a token: pass --token (or set \
+             CORAL_HTTP_TOKEN), or pin the registry to one namespace"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -192,7 +208,10 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
         let bound = listener.local_addr()?;
         let guard = Arc::new(Guard::new(bound, options.guard));
         println!("{}", json!({"listening": bound.to_string()}));
-        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
+        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health, dashboard at /)");
+        if options.print_url {
+            println!("{}", crate::dashboard::url(bound));
+        }
         axum::serve(listener, router(state, guard))
             .with_graceful_shutdown(shutdown_signal())
             .await
@@ -211,7 +230,7 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
     Ok(())
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -37,9 +37,12 @@ macro_rules! errln {
     }};
 }
 
+mod dashboard;
 pub mod http;
 pub mod http_guard;
 pub mod mcp;
+pub mod mcp_http;
+pub mod mcp_surface;
 mod stdio_frames;
 mod stdio_transport;
 pub mod tools;

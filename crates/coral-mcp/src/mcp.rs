@@ -11,10 +11,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use coral::Coral;
 
-use crate::tools::{Registry, ToolError};
+use crate::tools::{Pin, Registry, Scope, ToolError};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -24,7 +26,7 @@ use serde_json::{Value, json};
 pub const SERVER_NAME: &str = "coral-memory";
 
 /// The MCP tool list built from the registry: the tools meant for models (the timeline's
-/// host-side writes are served over HTTP only).
+/// host-side writes are served over HTTP only), each with its title and annotations.
 pub fn tool_list(registry: &Registry) -> Vec<Tool> {
     registry
         .tools()
@@ -35,7 +37,11 @@ pub fn tool_list(registry: &Registry) -> Vec<Tool> {
                 Value::Object(m) => m,
                 _ => serde_json::Map::new(),
             };
-            Tool::new(t.name, t.description, schema)
+            let tool = Tool::new(t.name, t.description, schema);
+            match registry.annotations(t.name) {
+                Some(a) => tool.with_title(a.title).with_annotations(a.to_mcp()),
+                None => tool,
+            }
         })
         .collect()
 }
@@ -59,16 +65,45 @@ pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, Mc
     }
 }
 
+/// One MCP session's handler: the store, the tools and the resource and prompt views over them
+/// (`mcp_surface.rs`). Cloned per session by the Streamable HTTP server (`mcp_http.rs`).
 #[derive(Clone)]
-struct CoralServer {
+pub(crate) struct CoralServer {
     coral: Arc<Coral>,
     registry: Arc<Registry>,
     tools: Arc<Vec<Tool>>,
 }
 
+impl CoralServer {
+    /// The handler serving `registry`'s model-facing tools over `coral`.
+    pub(crate) fn new(coral: Arc<Coral>, registry: Arc<Registry>) -> CoralServer {
+        CoralServer {
+            coral,
+            tools: Arc::new(tool_list(&registry)),
+            registry,
+        }
+    }
+
+    /// Run `f` with the store and registry on the blocking pool.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Registry, &Coral) -> Result<T, McpError> + Send + 'static,
+    ) -> Result<T, McpError> {
+        let coral = Arc::clone(&self.coral);
+        let registry = Arc::clone(&self.registry);
+        tokio::task::spawn_blocking(move || f(&registry, &coral))
+            .await
+            .map_err(|e| McpError::internal_error(format!("task failed: {e}"), None))?
+    }
+}
+
 impl ServerHandler for CoralServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts()
+            .build();
         // The tool list never changes during a session; say so, as the original did.
         if let Some(tools) = capabilities.tools.as_mut() {
             tools.list_changed = Some(false);
@@ -107,11 +142,73 @@ impl ServerHandler for CoralServer {
             .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
         to_result(outcome).map(CallToolResponse::from)
     }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            crate::mcp_surface::resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            crate::mcp_surface::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.clone();
+        let contents = self
+            .blocking(move |registry, coral| crate::mcp_surface::read(registry, coral, &uri))
+            .await?;
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(
+            crate::mcp_surface::prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let name = request.name.clone();
+        let arguments = request.arguments.clone();
+        let result = self
+            .blocking(move |registry, coral| {
+                crate::mcp_surface::get_prompt(registry, coral, &name, arguments.as_ref())
+            })
+            .await?;
+        Ok(result.into())
+    }
 }
 
-/// Serve the built-in tools until the client closes stdin, then checkpoint and exit.
+/// Serve the built-in tools until the client closes stdin, then checkpoint and exit. The
+/// timeline answers for the default user only ([`Pin::default_user`]); [`serve_with`] takes a
+/// registry pinned otherwise, or serving every namespace.
 pub fn serve(coral: Coral) -> anyhow::Result<()> {
-    serve_with(coral, Registry::builtin())
+    serve_with(
+        coral,
+        Registry::builtin().with_scope(Scope::Pinned(Pin::default_user())),
+    )
 }
 
 /// [`serve`] with the tools of `registry`.
@@ -122,11 +219,7 @@ pub fn serve_with(coral: Coral, registry: Registry) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     let coral = Arc::new(coral);
-    let server = CoralServer {
-        coral: Arc::clone(&coral),
-        tools: Arc::new(tool_list(&registry)),
-        registry: Arc::new(registry),
-    };
+    let server = CoralServer::new(Arc::clone(&coral), Arc::new(registry));
     let (transport, writer) = crate::stdio_transport::start(std::io::stdin(), std::io::stdout());
     let session = runtime.block_on(async move {
         let running = match server.serve(transport).await {

@@ -75,9 +75,12 @@ fn every_key_round_trips_through_set_get_and_reset() {
             Value::String(_) if key == "retrieval.mode" => json!("rrf"),
             Value::String(_) if key == "storage.sync" => json!("always"),
             Value::String(_) if key == "timeline.timezone" => json!("Asia/Shanghai"),
+            Value::String(_) if key == "timeline.prompt.summary_language" => json!("zh"),
             Value::String(_) if key == "embedding.embedder" => json!("hash"),
             Value::String(_) if key == "embedding.pooling" => json!("cls"),
+            Value::String(_) if key == "hooks.capture" => json!("both"),
             Value::String(_) => json!("changed-value"),
+            Value::Array(_) => json!(["message.", "tool.shell."]),
             other => panic!("{key}: unexpected {other}"),
         };
         let result = coral.config_set(&key, proposed.clone());

@@ -304,8 +304,10 @@ fn timeline_writes_under_injected_faults_lose_nothing_acknowledged() {
             .arg(CORAL)
             .arg("--config")
             .arg(&config)
-            .args(["-q", "http", "--port", "0"])
+            // The host records for the user it serves, pinned like a deployment would be.
+            .args(["-q", "http", "--port", "0", "--user", "host"])
             .env_remove("CORAL_HTTP_TOKEN")
+            .env_remove("CORAL_ANY_NAMESPACE")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

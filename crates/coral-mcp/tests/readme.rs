@@ -1,5 +1,6 @@
-//! The README's client snippets, launched as written (with the binary and home paths filled in):
-//! each must start a working MCP server, and the HTTP example's request must succeed.
+//! The README's client set-up: each `coral setup <client>` line run into a fresh file, and the
+//! entry it writes (and the by-hand JSON entry) launched: each must start a working MCP server;
+//! and the HTTP example's request must succeed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -80,14 +81,14 @@ fn launch(
 }
 
 #[test]
-fn json_client_configs_start_the_server() {
+fn the_by_hand_json_entry_starts_the_server() {
     let text = readme();
     let configs: Vec<Value> = blocks(&text, "json")
         .iter()
         .filter(|b| b.contains("mcpServers"))
         .map(|b| serde_json::from_str(b).expect("README JSON snippet parses"))
         .collect();
-    assert_eq!(configs.len(), 2, "Claude Desktop/Cursor and Cline snippets");
+    assert_eq!(configs.len(), 1, "the by-hand entry");
     for config in configs {
         let home = tempfile::tempdir().unwrap();
         let server = &config["mcpServers"]["coral"];
@@ -98,15 +99,7 @@ fn json_client_configs_start_the_server() {
             .iter()
             .map(|a| fill(a.as_str().unwrap(), home.path()))
             .collect();
-        let env: Vec<(String, String)> = server["env"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), fill(v.as_str().unwrap(), home.path())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let names = launch(&command, &args, &env, home.path());
+        let names = launch(&command, &args, &[], home.path());
         assert!(names.contains(&"memory_search".to_string()), "{names:?}");
         // The config landed where the snippet said, and the data next to it.
         assert!(home.path().join("coral_config.json").exists());
@@ -114,25 +107,76 @@ fn json_client_configs_start_the_server() {
     }
 }
 
+/// The README's `coral setup <client>` lines, each run into a fresh file; the entry it writes
+/// must start a working server (the DSH one read from its YAML, as DSH does).
 #[test]
-fn the_dsh_yaml_entry_starts_the_server() {
+fn every_setup_line_writes_an_entry_that_starts_the_server() {
     let text = readme();
-    let yaml = blocks(&text, "yaml")
-        .into_iter()
-        .find(|b| b.contains("dsh-mcp-client"))
-        .expect("DSH snippet");
-    assert!(yaml.contains("transport: stdio"));
-    let home = tempfile::tempdir().unwrap();
-    let field = |name: &str| {
-        yaml.lines()
-            .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
-            .map(|v| fill(v, home.path()))
-            .unwrap()
-    };
-    let command = field("command");
-    let args: Vec<String> = serde_json::from_str(&field("args").replace('\'', "\"")).unwrap();
-    let names = launch(&command, &args, &[], home.path());
-    assert!(names.contains(&"memory_insert".to_string()), "{names:?}");
+    let clients: Vec<String> = blocks(&text, "sh")
+        .iter()
+        .flat_map(|b| b.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|l| {
+            l.strip_prefix("target/release/coral setup ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(String::from)
+        })
+        .collect();
+    assert_eq!(
+        clients,
+        ["claude-code", "claude-desktop", "cursor", "cline", "dsh"],
+        "one setup line per client"
+    );
+    for client in clients {
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("coral_config.json");
+        let file = home.path().join(if client == "dsh" {
+            "dsh/profiles/default/cordis.patch.yml"
+        } else {
+            "client.json"
+        });
+        let mut cmd = Command::new(CORAL);
+        cmd.arg("--config").arg(&config).args(["setup", &client]);
+        if client == "dsh" {
+            cmd.env("DSH_HOME", home.path().join("dsh"));
+        } else {
+            cmd.arg("--config-file").arg(&file);
+        }
+        if client == "claude-code" {
+            cmd.arg("--settings-file")
+                .arg(home.path().join("settings.json"));
+        }
+        let out = cmd.env("HOME", home.path()).output().unwrap();
+        assert!(out.status.success(), "{client}: {out:?}");
+        let (command, args) = if client == "dsh" {
+            let yaml = std::fs::read_to_string(&file).unwrap();
+            let field = |name: &str| {
+                yaml.lines()
+                    .find_map(|l| l.trim().strip_prefix(&format!("{name}: ")))
+                    .unwrap()
+                    .to_string()
+            };
+            assert!(yaml.contains("transport: stdio"));
+            let args: Vec<String> =
+                serde_json::from_str(&field("args").replace('\'', "\"")).unwrap();
+            (field("command").trim_matches('\'').to_string(), args)
+        } else {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            let server = &v["mcpServers"]["coral"];
+            let args = server["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            (server["command"].as_str().unwrap().to_string(), args)
+        };
+        let names = launch(&command, &args, &[], home.path());
+        assert!(
+            names.contains(&"memory_insert".to_string()),
+            "{client}: {names:?}"
+        );
+        assert!(config.exists(), "{client}");
+    }
 }
 
 #[test]

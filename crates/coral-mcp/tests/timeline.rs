@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 const CORAL: &str = env!("CARGO_BIN_EXE_coral");
+/// Both servers here answer for every namespace a call names (so that their answers to the
+/// same calls can be compared), which over HTTP needs a token.
+const TOKEN: &str = "timeline-test-token-42";
 
 fn config_in(dir: &Path) -> PathBuf {
     let config = dir.join("coral_config.json");
@@ -27,7 +30,15 @@ impl Sidecar {
         let mut child = Command::new(CORAL)
             .arg("--config")
             .arg(config)
-            .args(["-q", "http", "--port", "0"])
+            .args([
+                "-q",
+                "http",
+                "--port",
+                "0",
+                "--any-namespace",
+                "--token",
+                TOKEN,
+            ])
             .env_remove("CORAL_HTTP_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -46,6 +57,7 @@ impl Sidecar {
     fn call(&self, tool: &str, args: Value) -> (u16, Value) {
         let response = match ureq::post(&format!("{}/rpc", self.base))
             .set("Content-Type", "application/json")
+            .set("Authorization", &format!("Bearer {TOKEN}"))
             .send_string(&json!({"tool": tool, "args": args}).to_string())
         {
             Ok(r) => r,
@@ -101,7 +113,7 @@ fn mcp_session(config: &Path, requests: &[Value]) -> Vec<Value> {
     let mut child = Command::new(CORAL)
         .arg("--config")
         .arg(config)
-        .args(["-q", "mcp"])
+        .args(["-q", "mcp", "--any-namespace"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

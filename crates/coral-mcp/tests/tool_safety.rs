@@ -72,6 +72,8 @@ fn tools_change_only_tuning_keys() {
             Value::String(_) => json!("http://127.0.0.1:9/v1"),
             Value::Bool(b) => json!(!b),
             Value::Number(_) => json!(1),
+            // A tool can only send a scalar; the key is refused before its type is looked at.
+            Value::Array(_) => json!("message."),
             other => other,
         };
         let err = coral
@@ -106,6 +108,13 @@ fn tools_change_only_tuning_keys() {
         "threads.path",
         "storage.sync",
         "storage.sync_interval_ms",
+        // The operator's: whose timeline a server serves and what its read tools return.
+        "timeline.pin.user_id",
+        "timeline.pin.any_namespace",
+        "timeline.policy.allowed_kind_prefixes",
+        "timeline.policy.forget_over_mcp",
+        "privacy.redact_secrets",
+        "hooks.capture",
     ] {
         assert!(refused.iter().any(|k| k == must), "{must} is not refused");
     }

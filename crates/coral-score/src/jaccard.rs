@@ -1,5 +1,6 @@
 //! Jaccard similarity over 2048-bit token bitmaps and over sorted token-hash sets.
 
+use coral_base::jaccard_ratio;
 use simsimd::BinarySimilarity;
 
 /// Number of `u64` words in a [`Bitmap`].
@@ -33,7 +34,7 @@ pub fn bitmap_jaccard(a: &Bitmap, b: &Bitmap) -> f64 {
 pub(crate) fn bitmap_jaccard_with_count(a: &Bitmap, count_a: u32, b: &Bitmap) -> f64 {
     let sum = count_a + popcount(b);
     let hamming = hamming(a, b);
-    ratio(
+    jaccard_ratio(
         ((sum - hamming) / 2) as usize,
         ((sum + hamming) / 2) as usize,
     )
@@ -53,14 +54,6 @@ fn hamming(a: &Bitmap, b: &Bitmap) -> u32 {
         // An exact count of at most 2048, carried in an f64.
         Some(distance) => distance as u32,
         None => a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum(),
-    }
-}
-
-fn ratio(inter: usize, union: usize) -> f64 {
-    if union == 0 {
-        0.0
-    } else {
-        inter as f64 / union as f64
     }
 }
 
@@ -99,7 +92,7 @@ mod tests {
     fn portable_jaccard(a: &Bitmap, b: &Bitmap) -> f64 {
         let inter: u32 = a.iter().zip(b).map(|(x, y)| (x & y).count_ones()).sum();
         let union: u32 = a.iter().zip(b).map(|(x, y)| (x | y).count_ones()).sum();
-        ratio(inter as usize, union as usize)
+        jaccard_ratio(inter as usize, union as usize)
     }
 
     #[test]

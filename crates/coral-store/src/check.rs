@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::files::{self, StorePaths};
-use crate::journal::{self, DamageKind};
+use crate::journal_lines::{self, DamageKind};
 use crate::npy;
+use crate::record::Record;
 use crate::sums;
 
 /// How bad a finding is.
@@ -154,14 +155,14 @@ pub fn check(paths: &StorePaths, dim: usize) -> CheckReport {
     let mut journal_records = 0;
     match std::fs::read(&paths.wal) {
         Ok(bytes) => {
-            let scan = journal::scan(&bytes, None);
+            let scan = journal_lines::scan(&bytes, None);
             journal_records = scan
                 .records
                 .iter()
-                .filter(|r| !matches!(r, journal::Record::Begin { .. }))
+                .filter(|r| !matches!(r, Record::Begin { .. }))
                 .count();
             for r in &scan.records {
-                if let journal::Record::Put { item, .. } = r {
+                if let Record::Put { item, .. } = r {
                     ids.insert(item.item_id.clone());
                 }
             }

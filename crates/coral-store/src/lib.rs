@@ -47,9 +47,11 @@ mod files;
 mod item;
 mod item_meta;
 mod journal;
+mod journal_lines;
 mod lock;
 pub mod npy;
 mod pool;
+mod record;
 mod replay;
 mod snapshot;
 mod store;
@@ -58,15 +60,17 @@ mod vector_meta;
 
 pub use backup::{BackupFile, backup, read_checked, restore, restore_marker};
 pub use check::{CheckReport, Finding, Severity, check};
+pub use coral_base::SyncPolicy;
 pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
 };
 pub use item::{Item, OriginalKeys, PythonCompact, Tier, to_python_line};
 pub use item_meta::ItemMeta;
-pub use journal::{Damage, DamageKind, Line, Record, Scan, SyncPolicy, scan as scan_journal};
+pub use journal_lines::{Damage, DamageKind, Line, Scan, scan as scan_journal};
 pub use lock::{Attachment, DirLock, WriteLock};
 pub use pool::{FeatureFn, Pool, tiebreak_key};
+pub use record::Record;
 pub use replay::{Repair, StoreOptions};
 pub use snapshot::Snapshot;
 pub use store::{Closed, Store, SyncOutcome, TierCounts};

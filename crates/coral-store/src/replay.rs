@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 use crate::files::{self, Skipped, StorePaths};
-use crate::journal::{self, Journal, Record, SyncPolicy};
+use coral_base::SyncPolicy;
+
+use crate::journal::Journal;
+use crate::journal_lines;
 use crate::pool::{FeatureFn, Pool};
+use crate::record::Record;
 use crate::snapshot::Snapshot;
 use coral_base::IoContext;
 
@@ -97,7 +101,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e).at(&paths.wal).map_err(Into::into),
     };
-    let scan = journal::scan(&wal_bytes, None);
+    let scan = journal_lines::scan(&wal_bytes, None);
     let mut repairs = Vec::new();
     if !scan.damage.is_empty() {
         if writable {
@@ -155,7 +159,7 @@ pub(crate) fn quarantine(
     paths: &StorePaths,
     options: &StoreOptions,
     bytes: &[u8],
-    damage: &[journal::Damage],
+    damage: &[journal_lines::Damage],
 ) -> Result<Repair> {
     let mut set_aside = Vec::new();
     let mut lines = 0;
@@ -166,8 +170,8 @@ pub(crate) fn quarantine(
             lines += 1;
         }
         match d.kind {
-            journal::DamageKind::Missing { from, to } => missing += to - from + 1,
-            journal::DamageKind::Unreadable => missing += 1,
+            journal_lines::DamageKind::Missing { from, to } => missing += to - from + 1,
+            journal_lines::DamageKind::Unreadable => missing += 1,
             _ => {}
         }
     }

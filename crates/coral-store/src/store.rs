@@ -6,10 +6,14 @@ use std::io::Write;
 use crate::error::{Error, Result};
 use crate::files::{self, Skipped, StorePaths};
 use crate::item::{Item, Tier, to_python_line};
-use crate::journal::{self, Journal, Record, SyncPolicy};
+use coral_base::SyncPolicy;
+
+use crate::journal::Journal;
+use crate::journal_lines;
 use crate::lock::{Attachment, WriteLock};
 use crate::npy;
 use crate::pool::Pool;
+use crate::record::Record;
 use crate::replay::{Loaded, Repair, StoreOptions, apply, load, quarantine};
 use crate::sums;
 use coral_base::IoContext;
@@ -269,7 +273,7 @@ impl Store {
         let Ok(bytes) = self.journal.read_from(start) else {
             return Vec::new();
         };
-        let scan = journal::scan(&bytes, self.journal.last_seq());
+        let scan = journal_lines::scan(&bytes, self.journal.last_seq());
         // Only the clean prefix: damage is handled under the lock by `catch_up`.
         let clean = scan.damage.first().map_or(scan.records.len(), |_| 0);
         if clean == 0 {
@@ -310,7 +314,7 @@ impl Store {
         }
         let start = self.journal.len();
         let bytes = self.journal.read_from(start)?;
-        let scan = journal::scan(&bytes, self.journal.last_seq());
+        let scan = journal_lines::scan(&bytes, self.journal.last_seq());
         let end = start + scan.valid_len as u64;
         let damaged = !scan.damage.is_empty();
         if damaged {

@@ -2,8 +2,9 @@
 //! and the scan that reads them back, telling a torn last line (never acknowledged) from
 //! damage and missing records (both reported).
 //!
-//! A line is `{"crc":"<crc32 of the payload, 8 hex>","rec":<payload>}`; the CRC covers the
-//! payload's bytes exactly as written. Payloads:
+//! A line is `{"crc":"<crc32 of the payload, 8 hex>","rec":<payload>}` (`coral_base::frame`,
+//! shared with the memory journal); the CRC covers the payload's bytes exactly as written.
+//! Payloads:
 //!
 //! - `{"op":"begin","seq":N}`: the first line of a journal (again after each truncation); the
 //!   next record is number `N`.
@@ -12,32 +13,14 @@
 //!   appended. Replaying it follows the file merge's rules (`merge::absorb`), so replaying a
 //!   record twice, or over a file that already has it, changes nothing.
 
+use coral_base::frame;
 use serde_json::{Map, Value};
 
 use crate::codec;
 use crate::model::{Step, Thread};
 
-const PREFIX: &[u8] = b"{\"crc\":\"";
+/// Between the checksum and the payload (`coral_base::frame`), which the checksum covers.
 const MIDDLE: &[u8] = b"\",\"rec\":";
-/// `PREFIX`, 8 hex digits, `MIDDLE`.
-const HEADER_LEN: usize = PREFIX.len() + 8 + MIDDLE.len();
-
-fn start_line(buf: &mut Vec<u8>) -> (usize, usize) {
-    let start = buf.len();
-    buf.extend_from_slice(PREFIX);
-    buf.extend_from_slice(b"00000000");
-    buf.extend_from_slice(MIDDLE);
-    (start, buf.len())
-}
-
-fn end_line(buf: &mut Vec<u8>, (start, body): (usize, usize)) {
-    let crc = crc32fast::hash(&buf[body..]);
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for i in 0..8 {
-        buf[start + PREFIX.len() + i] = HEX[((crc >> (28 - 4 * i)) & 0xf) as usize];
-    }
-    buf.extend_from_slice(b"}\n");
-}
 
 /// A JSON value. Strings, finite numbers (times are checked finite on the way in), booleans
 /// and string-keyed maps: writing them to memory cannot fail.
@@ -63,19 +46,19 @@ fn extra(buf: &mut Vec<u8>, map: &Map<String, Value>) {
 
 /// Append the line that starts a journal whose next record is `seq`.
 pub(crate) fn encode_begin(seq: u64, buf: &mut Vec<u8>) {
-    let line = start_line(buf);
+    let line = frame::begin(buf, MIDDLE);
     buf.extend_from_slice(b"{\"op\":\"begin\"");
     key(buf, "seq");
     value(buf, &seq);
     buf.push(b'}');
-    end_line(buf, line);
+    frame::end(buf, line);
 }
 
 /// Append the line of record `seq`: `thread`'s scalars and its last `new_steps` steps, in the
 /// file's shape. Written by hand rather than through serde's derive: the keys need no
 /// escaping, which takes a fifth off encoding a record (measured on the stress run).
 pub(crate) fn encode_thread(seq: u64, thread: &Thread, new_steps: usize, buf: &mut Vec<u8>) {
-    let line = start_line(buf);
+    let line = frame::begin(buf, MIDDLE);
     buf.extend_from_slice(b"{\"op\":\"thread\"");
     key(buf, "seq");
     value(buf, &seq);
@@ -107,7 +90,7 @@ pub(crate) fn encode_thread(seq: u64, thread: &Thread, new_steps: usize, buf: &m
     value(buf, &thread.last_advance_by);
     extra(buf, &thread.extra);
     buf.extend_from_slice(b"}}");
-    end_line(buf, line);
+    frame::end(buf, line);
 }
 
 fn step(buf: &mut Vec<u8>, s: &Step) {
@@ -135,24 +118,7 @@ enum Line {
 }
 
 fn decode(line: &[u8]) -> Result<Line, String> {
-    if line.len() < HEADER_LEN + 2
-        || !line.starts_with(PREFIX)
-        || &line[PREFIX.len() + 8..HEADER_LEN] != MIDDLE
-        || line.last() != Some(&b'}')
-    {
-        return Err("not a thread journal record".into());
-    }
-    let stored = std::str::from_utf8(&line[PREFIX.len()..PREFIX.len() + 8])
-        .ok()
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or("its checksum is not 8 hex digits")?;
-    let payload = &line[HEADER_LEN..line.len() - 1];
-    let actual = crc32fast::hash(payload);
-    if actual != stored {
-        return Err(format!(
-            "checksum mismatch (stored {stored:08x}, computed {actual:08x})"
-        ));
-    }
+    let payload = frame::checked(line, MIDDLE).map_err(|e| e.to_string())?;
     let value: Value =
         serde_json::from_slice(payload).map_err(|e| format!("the record does not parse: {e}"))?;
     let seq = value
@@ -167,16 +133,8 @@ fn decode(line: &[u8]) -> Result<Line, String> {
                 .map(|t| Line::Thread(seq, Box::new(t)))
                 .ok_or_else(|| "the record's thread is not readable".into())
         }
-        Some(other) => Err(format!("unknown record kind {:?}", truncate(other))),
+        Some(other) => Err(format!("unknown record kind {}", coral_base::echo(other))),
         None => Err("the record has no kind".into()),
-    }
-}
-
-fn truncate(s: &str) -> String {
-    if s.chars().count() <= 40 {
-        s.to_string()
-    } else {
-        s.chars().take(40).chain("…".chars()).collect()
     }
 }
 
@@ -199,20 +157,10 @@ pub(crate) fn scan(bytes: &[u8]) -> Scan {
     // The number the next record must carry, once known.
     let mut expected: Option<u64> = None;
     let mut damaged_since_last = 0usize;
-    let mut offset = 0;
-    let mut line_no = 0;
-    while offset < bytes.len() {
-        line_no += 1;
-        let Some(nl) = bytes[offset..].iter().position(|&b| b == b'\n') else {
-            out.torn_tail = true;
-            break;
-        };
-        let line = &bytes[offset..offset + nl];
-        offset += nl + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match decode(line) {
+    let mut lines = frame::lines(bytes);
+    for line in lines.by_ref() {
+        let line_no = line.number;
+        match decode(line.bytes) {
             Ok(Line::Begin(seq)) => {
                 if line_no != 1 {
                     out.problems.push(format!(
@@ -254,6 +202,7 @@ pub(crate) fn scan(bytes: &[u8]) -> Scan {
             }
         }
     }
+    out.torn_tail = lines.torn_tail();
     out
 }
 
@@ -283,6 +232,18 @@ mod tests {
             encode_thread(first + i as u64, t, 1, &mut buf);
         }
         buf
+    }
+
+    #[test]
+    fn a_line_keeps_its_bytes() {
+        // The on-disk format, pinned: the checksum was computed apart (Python's zlib.crc32
+        // of `{"op":"begin","seq":7}`).
+        let mut buf = Vec::new();
+        encode_begin(7, &mut buf);
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "{\"crc\":\"36e0efb9\",\"rec\":{\"op\":\"begin\",\"seq\":7}}\n"
+        );
     }
 
     #[test]
@@ -333,7 +294,7 @@ mod tests {
         assert_eq!(scan.records[1].steps, t.steps[1..]);
         // And it is the JSON serde writes for the same thread.
         let line = buf.split(|&b| b == b'\n').nth(1).unwrap();
-        let payload: Value = serde_json::from_slice(&line[HEADER_LEN..line.len() - 1]).unwrap();
+        let payload: Value = serde_json::from_slice(frame::checked(line, MIDDLE).unwrap()).unwrap();
         assert_eq!(payload["thread"], serde_json::to_value(t).unwrap());
     }
 

@@ -48,23 +48,28 @@ mod journal;
 mod lock;
 mod merge;
 mod model;
+mod options;
 mod own_journal;
 mod recover;
 mod set;
+mod shared;
 mod snapshot;
 mod store;
+mod threads_file;
 
 pub use coral_base::SyncPolicy;
+pub use coral_base::secrets::Redaction;
 pub use done::looks_completed;
 pub use error::{Error, Result};
 pub use model::{
     MAX_BY_CHARS, MAX_STEP_CHARS, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS, Status, StatusReport,
     StepView, ThreadEntry, ThreadView,
 };
+pub use options::{Clock, StoreOptions};
 pub use recover::journal_moves;
 pub use set::INTERRUPT_PREFIX;
 pub use snapshot::{Snapshot, snapshot};
-pub use store::{Clock, ImportCounts, StoreCounters, StoreOptions, ThreadStore};
+pub use store::{ImportCounts, StoreCounters, ThreadStore};
 
 /// Parse the bytes of a threads file (the original's array or dict form) and count the threads
 /// it holds. For fuzzing and diagnostics: bad bytes give an error, never a panic.

@@ -95,7 +95,8 @@ pub fn snapshot(threads_path: &Path) -> Result<Snapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{StoreOptions, ThreadStore};
+    use crate::options::StoreOptions;
+    use crate::store::ThreadStore;
     use coral_base::SyncPolicy;
     use std::time::Duration;
 

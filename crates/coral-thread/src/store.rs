@@ -1,172 +1,16 @@
-//! `ThreadStore`: a [`ThreadSet`] kept in step with its file, shared by several processes,
-//! with every change journaled before it is acknowledged.
-//!
-//! Every call first checks the file's fingerprint and merges what other processes wrote. A
-//! change is applied in memory, then its record is written to this process's journal
-//! (`own_journal.rs`); only then does the call return, so an acknowledged change survives
-//! SIGKILL (and a power cut too with [`SyncPolicy::Always`]). If the record cannot be written
-//! the change is taken back and the call fails. The threads file itself (the original's,
-//! shared with it) is a checkpoint: rewritten at most once per coalescing window by a
-//! background thread (or by the call when there is none), by `flush()` and on drop, under the
-//! lock file, after merging the file again if it changed and absorbing the journals of ended
-//! processes (`recover.rs`). After a checkpoint the journal is emptied and absorbed journals
-//! are removed; a clean close removes the store's own journal.
+//! `ThreadStore`: the handle on a threads file shared by processes (docs/threads.md): the
+//! seven operations, import, flush and close, over the state in `shared.rs`.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
 
 use crate::codec;
-use coral_base::IoContext;
-
-use crate::error::{Error, Result};
-use crate::lock;
-use crate::merge::{absorb, merge};
+use crate::error::Result;
+use crate::merge::absorb;
 use crate::model::{Status, StatusReport, ThreadView};
-use crate::own_journal::OwnJournal;
-use crate::recover::{self, Claimed};
-use crate::set::{ThreadSet, Undo};
-use coral_base::SyncPolicy;
-
-/// How often (clock seconds) a store also looks for ended processes' journals when it only
-/// reads; checkpoints always look. A directory listing per second is noise next to the
-/// calls, and a reader then shows a killed writer's last steps within about a second.
-const RESCAN_SECONDS: f64 = 1.0;
-
-/// The source of "now" (Unix seconds) for timestamps and the coalescing window. Tests pass a
-/// clock they control; everything else uses [`Clock::system`].
-#[derive(Clone)]
-pub struct Clock(Arc<dyn Fn() -> f64 + Send + Sync>);
-
-impl Clock {
-    /// The system clock.
-    pub fn system() -> Clock {
-        Clock(Arc::new(|| {
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0)
-        }))
-    }
-
-    /// A clock reading `f`.
-    pub fn new(f: impl Fn() -> f64 + Send + Sync + 'static) -> Clock {
-        Clock(Arc::new(f))
-    }
-
-    /// The current time.
-    pub fn now(&self) -> f64 {
-        (self.0)()
-    }
-}
-
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Clock")
-    }
-}
-
-/// How a [`ThreadStore`] writes.
-#[derive(Clone, Debug)]
-pub struct StoreOptions {
-    /// At most one write of the threads file per this window (default 250 ms). Zero writes
-    /// every change at once. (Every change is in the journal when its call returns.)
-    pub coalesce: Duration,
-    /// Write the threads file from a background thread, at once when the last write is older
-    /// than the window, else at its end (default true): calls then never wait for the file.
-    /// Without it, the call that finds the window over writes the file itself, and changes in
-    /// the window wait for the next call, `flush()` or drop.
-    pub background_flush: bool,
-    /// How long a writer waits for the lock file (default 11 s: the stale age plus a margin,
-    /// so a lock left by a writer that died just as we started waiting turns stale in time).
-    pub lock_wait: Duration,
-    /// Age after which a lock file whose PID is dead may be removed (default 10 s).
-    pub stale_after: Duration,
-    /// When journal records reach the disk (default `Interval(1 s)`, like `storage.sync`).
-    /// Every change is written to the journal before it returns whatever the policy; the
-    /// policy only decides fsync. Checkpoints of the threads file fsync the file and its
-    /// directory unless the policy is [`SyncPolicy::Never`].
-    pub sync: SyncPolicy,
-    /// The clock (default: the system clock).
-    pub clock: Clock,
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            coalesce: Duration::from_millis(250),
-            background_flush: true,
-            lock_wait: Duration::from_secs(11),
-            stale_after: Duration::from_secs(10),
-            sync: SyncPolicy::default(),
-            clock: Clock::system(),
-        }
-    }
-}
-
-/// What identifies one version of the file: size and mtime (the original's fingerprint), plus
-/// the inode, which every rename-into-place changes, so two writes in one mtime tick that
-/// happen to leave the same size are still told apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Fingerprint {
-    len: u64,
-    modified: Option<SystemTime>,
-    inode: u64,
-}
-
-impl Fingerprint {
-    fn of(meta: &std::fs::Metadata) -> Fingerprint {
-        #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(meta);
-        #[cfg(not(unix))]
-        let inode = 0;
-        Fingerprint {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-            inode,
-        }
-    }
-}
-
-struct State {
-    set: ThreadSet,
-    /// The version of the file `set` last absorbed (read or written); `None` before the file
-    /// exists.
-    known: Option<Fingerprint>,
-    /// An open handle on that version. While it is open, "did the file change?" is one
-    /// `fstat`: a writer that renames a new file into place leaves it with no links, and an
-    /// in-place edit changes its size or mtime. (A path `stat` costs about three times as
-    /// much, and a call that changes one thread does little else.)
-    handle: Option<File>,
-    dirty: bool,
-    /// Clock time of the last write.
-    last_write: Option<f64>,
-    writes: u64,
-    reloads: u64,
-    stop: bool,
-    /// This store's journal, created by the first change (so a store that only reads works
-    /// in a read-only directory).
-    journal: Option<OwnJournal>,
-    /// Ended processes' journals absorbed into `set`, held until a checkpoint holds them.
-    claimed: Vec<Claimed>,
-    /// Clock time of the last look for ended processes' journals.
-    last_scan: Option<f64>,
-    journal_records: u64,
-    recovered_records: u64,
-    removed_temp_files: u64,
-    repairs: Vec<String>,
-}
-
-struct Shared {
-    path: PathBuf,
-    lock_path: PathBuf,
-    options: StoreOptions,
-    state: Mutex<State>,
-    wake: Condvar,
-}
+use crate::options::StoreOptions;
+use crate::shared::Shared;
 
 /// Threads stored in one file and shared with other processes (docs/threads.md). All methods take
 /// `&self`; the store is `Send + Sync`.
@@ -239,32 +83,7 @@ impl ThreadStore {
 
     /// Open with explicit options.
     pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<ThreadStore> {
-        let path = path.as_ref().to_path_buf();
-        let mut lock_name = path.file_name().unwrap_or_default().to_os_string();
-        lock_name.push(".lock");
-        let shared = Arc::new(Shared {
-            lock_path: path.with_file_name(lock_name),
-            path,
-            state: Mutex::new(State {
-                set: ThreadSet::default(),
-                known: None,
-                handle: None,
-                dirty: false,
-                last_write: None,
-                writes: 0,
-                reloads: 0,
-                stop: false,
-                journal: None,
-                claimed: Vec::new(),
-                last_scan: None,
-                journal_records: 0,
-                recovered_records: 0,
-                removed_temp_files: 0,
-                repairs: Vec::new(),
-            }),
-            wake: Condvar::new(),
-            options,
-        });
+        let shared = Arc::new(Shared::new(path.as_ref().to_path_buf(), options));
         {
             let mut st = shared.lock_state();
             shared.refresh_file(&mut st)?;
@@ -295,6 +114,13 @@ impl ThreadStore {
     /// Threads known to this process (archived included), without looking at the file: O(1).
     pub fn len(&self) -> usize {
         self.shared.lock_state().set.len()
+    }
+
+    /// Threads in the file now (archived included): what [`ThreadStore::len`] counts after
+    /// catching up with other processes' changes (an `fstat`, and a read only when the file
+    /// changed).
+    pub fn count(&self) -> Result<usize> {
+        self.shared.read(|set| Ok(set.len()))
     }
 
     /// True when there are no threads.
@@ -345,8 +171,11 @@ impl ThreadStore {
         parent_thread_id: Option<&str>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let redaction = &self.shared.options.redaction;
+        let title = redaction.apply(title).0;
+        let summary = summary.map(|s| redaction.apply(s).0);
         self.shared.change(None, |set, now| {
-            let t = set.create(title, summary, parent_thread_id, by, now)?;
+            let t = set.create(&title, summary.as_deref(), parent_thread_id, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -373,8 +202,9 @@ impl ThreadStore {
         done: Option<bool>,
         by: Option<&str>,
     ) -> Result<ThreadView> {
+        let note = self.shared.options.redaction.apply(note).0;
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.advance(thread_id, note, done, by, now)?;
+            let t = set.advance(thread_id, &note, done, by, now)?;
             Ok((t.view(), true))
         })
     }
@@ -382,8 +212,9 @@ impl ThreadStore {
     /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
     /// `[中断] reason`.
     pub fn interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
+        let reason = reason.map(|r| self.shared.options.redaction.apply(r).0);
         self.shared.change(Some(thread_id), |set, now| {
-            let t = set.interrupt(thread_id, reason, now)?;
+            let t = set.interrupt(thread_id, reason.as_deref(), now)?;
             Ok((t.view(), true))
         })
     }
@@ -479,11 +310,7 @@ impl ThreadStore {
 
     /// Write pending changes to the threads file now (they are already in the journal).
     pub fn flush(&self) -> Result<()> {
-        let pending = self.shared.lock_state().dirty;
-        if pending {
-            self.shared.write_pending()?;
-        }
-        Ok(())
+        self.shared.flush()
     }
 }
 
@@ -503,339 +330,6 @@ impl Drop for ThreadStore {
             && !st.dirty
         {
             j.remove();
-        }
-    }
-}
-
-impl Shared {
-    fn lock_state(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the state cannot leave it half-changed in a way a write would
-        // make worse (operations validate before they change anything), so keep using it.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn read<T>(&self, f: impl FnOnce(&ThreadSet) -> Result<T>) -> Result<T> {
-        let mut st = self.lock_state();
-        self.refresh(&mut st, self.options.clock.now())?;
-        f(&st.set)
-    }
-
-    /// Run a change on thread `target` (`None`: the change creates a thread): merge the file,
-    /// apply `f` (which returns its result and whether it changed anything), journal what it
-    /// changed, then write the threads file now or schedule the write. If the journal
-    /// cannot be written, the change is taken back and the call fails.
-    fn change<T>(
-        &self,
-        target: Option<&str>,
-        f: impl FnOnce(&mut ThreadSet, f64) -> Result<(T, bool)>,
-    ) -> Result<T> {
-        let (out, write_now) = {
-            let mut guard = self.lock_state();
-            let st = &mut *guard;
-            let now = self.options.clock.now();
-            self.refresh(st, now)?;
-            let undo = match target {
-                None => Undo::Created,
-                Some(id) => st
-                    .set
-                    .undo_point(id)
-                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
-            };
-            let (out, changed) = f(&mut st.set, now)?;
-            if !changed {
-                return Ok(out);
-            }
-            if let Err(e) = self.record(st, &undo) {
-                st.set.undo(undo);
-                return Err(e);
-            }
-            let was_pending = std::mem::replace(&mut st.dirty, true);
-            let due = st
-                .last_write
-                .is_none_or(|w| now < w || now - w >= self.options.coalesce.as_secs_f64());
-            if self.options.background_flush {
-                // The writer thread writes the file; the call returns as soon as the record
-                // is in the journal. Only the first pending change wakes it: it then sleeps
-                // to the end of the window by itself (waking it on every change costs a
-                // context switch and lock contention per call).
-                if !was_pending {
-                    self.wake.notify_all();
-                }
-                (out, false)
-            } else {
-                (out, due)
-            }
-        };
-        if write_now {
-            // The change is journaled (acknowledged); a checkpoint that fails now (lock held
-            // elsewhere, disk full) stays pending and is retried, it does not undo the change.
-            let _ = self.write_pending();
-        }
-        Ok(out)
-    }
-
-    /// Journal the change `undo` can take back: the changed thread's scalars and the steps
-    /// it gained.
-    fn record(&self, st: &mut State, undo: &Undo) -> Result<()> {
-        let (index, new_steps) = match undo {
-            Undo::Created => {
-                let i = st.set.len() - 1;
-                (i, st.set.threads[i].steps.len())
-            }
-            Undo::Changed(c) => (
-                c.index,
-                st.set.threads[c.index].steps.len().saturating_sub(c.steps),
-            ),
-        };
-        if st.journal.is_none() {
-            st.journal = Some(OwnJournal::create(&self.path, self.options.sync)?);
-        }
-        if let Some(j) = st.journal.as_mut() {
-            j.append(&st.set.threads[index], new_steps)?;
-        }
-        st.journal_records += 1;
-        Ok(())
-    }
-
-    fn current(&self) -> Result<Option<Fingerprint>> {
-        match std::fs::metadata(&self.path) {
-            Ok(m) => Ok(Some(Fingerprint::of(&m))),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).at(&self.path).map_err(Error::from),
-        }
-    }
-
-    /// Whether the file may differ from the version `st` absorbed.
-    fn changed(&self, st: &State) -> Result<bool> {
-        #[cfg(unix)]
-        if let Some(f) = &st.handle {
-            return Ok(match f.metadata() {
-                Ok(m) => {
-                    std::os::unix::fs::MetadataExt::nlink(&m) == 0
-                        || Some(Fingerprint::of(&m)) != st.known
-                }
-                // A handle the file system no longer honours (NFS: stale): look again.
-                Err(_) => true,
-            });
-        }
-        Ok(self.current()? != st.known)
-    }
-
-    /// Merge what other processes wrote: the file if it changed, and, at most once per
-    /// [`RESCAN_SECONDS`], the journals of processes that ended since.
-    fn refresh(&self, st: &mut State, now: f64) -> Result<()> {
-        self.refresh_file(st)?;
-        if st
-            .last_scan
-            .is_none_or(|t| now < t || now - t >= RESCAN_SECONDS)
-        {
-            self.recover(st)?;
-        }
-        Ok(())
-    }
-
-    /// Merge the file into memory if it changed since we last read or wrote it.
-    fn refresh_file(&self, st: &mut State) -> Result<()> {
-        if !self.changed(st)? {
-            return Ok(());
-        }
-        // Read through one handle so the fingerprint matches the bytes even if the file is
-        // replaced meanwhile.
-        let mut file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                // Removed: keep what we hold; the next write recreates the file.
-                st.handle = None;
-                st.known = None;
-                return Ok(());
-            }
-            Err(e) => return Err(e).at(&self.path).map_err(Error::from),
-        };
-        let fp = Fingerprint::of(&file.metadata().at(&self.path)?);
-        if st.known == Some(fp) {
-            // Same version (we lost the handle, not the content).
-            st.handle = Some(file);
-            return Ok(());
-        }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).at(&self.path)?;
-        let disk = codec::parse(&bytes, &self.path)?;
-        merge(&mut st.set, disk);
-        st.known = Some(fp);
-        st.handle = Some(file);
-        st.reloads += 1;
-        Ok(())
-    }
-
-    /// Claim and absorb the journals of ended processes. Their records become pending
-    /// changes of this store; the journals are removed after the checkpoint that holds them.
-    fn recover(&self, st: &mut State) -> Result<()> {
-        st.last_scan = Some(self.options.clock.now());
-        let own = st.journal.as_ref().map(|j| j.path().to_path_buf());
-        let mut skip: Vec<&Path> = st.claimed.iter().map(|c| c.path.as_path()).collect();
-        if let Some(own) = &own {
-            skip.push(own);
-        }
-        let found = recover::claim_ended(&self.path, &skip)?;
-        for (claimed, scan) in found {
-            let name = claimed
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for p in &scan.problems {
-                st.repairs
-                    .push(format!("thread journal {name} of an ended process: {p}"));
-            }
-            st.recovered_records += scan.records.len() as u64;
-            for record in scan.records {
-                absorb(&mut st.set, record);
-            }
-            st.claimed.push(claimed);
-            // Even with nothing new in it, the journal goes only after a checkpoint.
-            if !std::mem::replace(&mut st.dirty, true) {
-                // A read found it: wake the writer thread, which sleeps until something is
-                // pending.
-                self.wake.notify_all();
-            }
-        }
-        Ok(())
-    }
-
-    /// Write the threads file under the lock file: merge what others wrote (the file and
-    /// ended processes' journals), write a temp file, rename it in; then empty this store's
-    /// journal and remove the absorbed ones, whose records the file now holds. The lock file
-    /// is taken before the state, so that while another process holds it, this one's calls
-    /// still read and change threads in memory (and journal them).
-    fn write_pending(&self) -> Result<()> {
-        let _lock = lock::acquire(
-            &self.lock_path,
-            self.options.lock_wait,
-            self.options.stale_after,
-        )?;
-        let mut st = self.lock_state();
-        let st = &mut *st;
-        self.refresh_file(st)?;
-        self.recover(st)?;
-        if !st.dirty {
-            return Ok(()); // another thread of this process wrote it meanwhile
-        }
-        st.removed_temp_files += self.remove_orphaned_temp_files();
-        let bytes = codec::to_bytes(&st.set);
-        let (fp, handle) = self.write_file(&bytes)?;
-        st.known = Some(fp);
-        st.handle = Some(handle);
-        st.dirty = false;
-        st.last_write = Some(self.options.clock.now());
-        st.writes += 1;
-        // The state lock was held since the set was serialised: every record in the journal
-        // is in the file.
-        if let Some(j) = st.journal.as_mut() {
-            j.clear();
-        }
-        for c in st.claimed.drain(..) {
-            if let Some(note) = c.finish() {
-                st.repairs.push(note);
-            }
-        }
-        Ok(())
-    }
-
-    /// Remove the temp files (`.<file>.tmp-<pid>`) that writers killed between writing and
-    /// renaming left. Only call this holding the lock file: then no writer is between the two.
-    /// Returns how many were removed.
-    fn remove_orphaned_temp_files(&self) -> u64 {
-        let dir = crate::own_journal::dir_of(&self.path);
-        let Some(prefix) = self
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .map(|n| format!(".{n}.tmp-"))
-        else {
-            return 0;
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return 0;
-        };
-        let mut removed = 0;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let orphan = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(&prefix))
-                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
-            if orphan && std::fs::remove_file(entry.path()).is_ok() {
-                removed += 1;
-            }
-        }
-        removed
-    }
-
-    fn write_file(&self, bytes: &[u8]) -> Result<(Fingerprint, File)> {
-        let dir = match self.path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(self.path.file_name().unwrap_or_default());
-        tmp_name.push(format!(".tmp-{}", std::process::id()));
-        let tmp = dir.join(tmp_name);
-        let result = (|| {
-            let mut f = File::create(&tmp).at(&tmp)?;
-            f.write_all(bytes).at(&tmp)?;
-            if self.options.sync.syncs() {
-                f.sync_all().at(&tmp)?;
-            }
-            // The renamed file keeps its inode, size and mtime: this is its fingerprint.
-            let fp = Fingerprint::of(&f.metadata().at(&tmp)?);
-            std::fs::rename(&tmp, &self.path).at(&self.path)?;
-            if self.options.sync.syncs() {
-                File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
-            }
-            Ok((fp, f))
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
-    }
-
-    /// The background writer: sleeps until there is a pending change, waits for the end of
-    /// the coalescing window, writes. A failed write is retried a window later.
-    fn flush_loop(&self) {
-        let window = self.options.coalesce;
-        loop {
-            let mut st = self.lock_state();
-            loop {
-                if st.stop {
-                    return;
-                }
-                if !st.dirty {
-                    st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                    continue;
-                }
-                let now = self.options.clock.now();
-                let due = st.last_write.map_or(now, |w| w + window.as_secs_f64());
-                if now >= st.last_write.unwrap_or(now) && now < due {
-                    let wait = Duration::from_secs_f64((due - now).min(window.as_secs_f64()));
-                    st = self
-                        .wake
-                        .wait_timeout(st, wait)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                    continue;
-                }
-                break;
-            }
-            drop(st);
-            if self.write_pending().is_err() {
-                let st = self.lock_state();
-                if st.stop {
-                    return;
-                }
-                let retry = window.max(Duration::from_millis(100));
-                drop(self.wake.wait_timeout(st, retry));
-            }
         }
     }
 }
@@ -860,7 +354,14 @@ impl ThreadStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use crate::options::Clock;
+    use crate::own_journal::OwnJournal;
+    use crate::shared::RESCAN_SECONDS;
+    use coral_base::SyncPolicy;
     use std::collections::HashSet;
+    use std::sync::Mutex;
+    use std::time::Duration;
 
     /// No background writer and a window no test reaches: the file is written only by
     /// `flush()`, so every change after the first sits in the journal alone.

@@ -284,8 +284,9 @@ impl Timeline {
             if !layers.is_empty() && !layers.contains(&card.layer) {
                 continue;
             }
-            // A memory a newer one reinforced is listed through the newer one.
-            if card.superseded_by.is_some() {
+            // A memory a newer one reinforced is listed through the newer one; one made from
+            // something since forgotten is not listed.
+            if card.superseded_by.is_some() || card.stale {
                 continue;
             }
             if let Some((s, e)) = window

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::repair::{has_meta, recorded, recorded_copies};
+use crate::repair::{has_meta, quarantined, recorded, recorded_copies};
 use crate::schema::{SCHEMA_VERSION, TABLES};
 use crate::timeline::Timeline;
 use crate::wal::{self, wal_path};
@@ -133,28 +133,7 @@ impl Timeline {
             );
         }
         let copies = recorded_copies(&conn)?;
-        let prefix = format!(
-            "{}.",
-            log.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        );
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok())
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name()
-                            .map(|n| n.to_string_lossy())
-                            .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".corrupt"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort();
-        for copy in found {
+        for copy in quarantined(&path) {
             let name = copy
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

@@ -13,6 +13,7 @@ use crate::answers::{MAX_TERMS, parse_episodic, parse_semantic};
 use crate::error::{Error, Result};
 use crate::layers::{CompactReport, LayerSettings, LayerStatus, SummaryCard, SummaryLayer};
 use crate::namespace::Namespace;
+use crate::prompts::PromptOverrides;
 use crate::raw_window::{Unit, floor_of, pick_batch, raw_units};
 use crate::render::with_tokens;
 use crate::summaries::{count_semantic, insert_card, newest_semantic, pending_episodic};
@@ -77,8 +78,23 @@ impl Timeline {
         zone: Tz,
         now: f64,
     ) -> Result<CompactReport> {
+        self.compact_with(ns, settings, llm, zone, now, &PromptOverrides::default())
+    }
+
+    /// [`Timeline::compact`] with the operator's `prompts` (persona, domain notes, the
+    /// summaries' language) put into the summariser's system prompts.
+    pub fn compact_with(
+        &self,
+        ns: &Namespace,
+        settings: &LayerSettings,
+        llm: &dyn SummaryLlm,
+        zone: Tz,
+        now: f64,
+        prompts: &PromptOverrides,
+    ) -> Result<CompactReport> {
         ns.validate()?;
         settings.validate()?;
+        prompts.validate()?;
         let hk = ns.hard_key();
         let conv = ns.conversation_id.as_str();
         // Raw -> episodic.
@@ -101,7 +117,7 @@ impl Timeline {
             );
             let (prompt, n) = episodic_prompt(&units[..n], zone);
             let batch = &units[..n];
-            let answer = ask(llm, EPISODIC_SYSTEM, &prompt)?;
+            let answer = ask(llm, &prompts.system(EPISODIC_SYSTEM, &prompt), &prompt)?;
             let draft = parse_episodic(&answer)?;
             let first = batch[0].unit_seq;
             let last = batch[n - 1].unit_seq;
@@ -115,6 +131,7 @@ impl Timeline {
                 tokens: 0,
                 pk: 0,
                 superseded_by: None,
+                stale: false,
                 title: draft.title,
                 hint: draft.hint,
                 body: draft.body,
@@ -167,7 +184,7 @@ impl Timeline {
                     newest_semantic(tx, &hk, conv, settings.semantic_reinforcement_lookback)
                 })?;
                 let prompt = rollup_prompt(batch, &existing, zone);
-                let answer = ask(llm, SEMANTIC_SYSTEM, &prompt)?;
+                let answer = ask(llm, &prompts.system(SEMANTIC_SYSTEM, &prompt), &prompt)?;
                 let drafts = parse_semantic(&answer)?;
                 let rollup_id = self.make_id("rollup", &[&hk, conv, &batch[0].memory_id]);
                 let period_start = batch
@@ -209,6 +226,7 @@ impl Timeline {
                         tokens: 0,
                         pk: 0,
                         superseded_by: None,
+                        stale: false,
                     };
                     if let Some(old) = old {
                         claimed.push(&old.memory_id);

@@ -10,6 +10,8 @@
 //! until the next compaction or roll-up, even when turns overlap or a stale turn is aborted
 //! late.
 
+use chrono_tz::Tz;
+use rusqlite::Transaction;
 use serde::Serialize;
 
 use crate::error::Result;
@@ -69,52 +71,60 @@ impl Timeline {
             Failure::Invalid(m) | Failure::Unavailable(m) => crate::error::Error::InvalidInput(m),
         })?;
         let hk = ns.hard_key();
-        let conv = ns.conversation_id.as_str();
-        let s = &req.settings;
-        let (semantic, episodic, units, pending, open_turns) = self.read(|tx| {
-            let (floor, _, _) = floor_of(tx, &hk, conv)?;
-            let v = visible_summaries(tx, &hk, conv, s)?;
-            let units = raw_units(tx, &hk, conv, floor)?;
-            let open = open_turns(tx, &hk, conv)?.len();
-            Ok((v.semantic, v.episodic, units, v.pending, open))
-        })?;
-        let mut text = String::from(CONTEXT_HEADER);
-        if !semantic.is_empty() {
-            text.push_str("[长期记忆 semantic memory]\n");
-            for card in &semantic {
-                text.push_str(&render_card(card, zone));
-            }
-        }
-        if !episodic.is_empty() {
-            text.push_str("[阶段摘要 episodic summaries]\n");
-            for card in &episodic {
-                text.push_str(&render_card(card, zone));
-            }
-        }
-        text.push_str("[近期对话 recent conversation]\n");
-        let mut last_date = None;
-        let mut raw_tokens = 0;
-        for unit in &units {
-            raw_tokens += unit.tokens();
-            render_unit(unit, zone, None, &mut last_date, &mut text);
-        }
-        let batch = pick_batch(
-            &units,
-            raw_tokens,
-            s.raw_token_batch_ratio,
-            s.min_recent_turns,
-        );
-        Ok(Context {
-            tokens: estimate_tokens(&text),
-            text,
-            timezone: zone_name,
-            semantic: semantic.into_iter().map(|c| c.memory_id).collect(),
-            episodic: episodic.into_iter().map(|c| c.memory_id).collect(),
-            raw_units: units.len(),
-            raw_tokens,
-            open_turns,
-            compaction_due: raw_tokens >= s.raw_token_trigger && batch > 0,
-            rollup_due: pending >= s.episodic_compact_trigger_count,
-        })
+        self.read(|tx| render_context(tx, &hk, &ns.conversation_id, &req.settings, zone, zone_name))
     }
+}
+
+/// `conv`'s context as stored in `tx`'s snapshot, rendered in `zone` (named `zone_name`).
+pub(crate) fn render_context(
+    tx: &Transaction<'_>,
+    hk: &str,
+    conv: &str,
+    s: &LayerSettings,
+    zone: Tz,
+    zone_name: String,
+) -> Result<Context> {
+    let (floor, _, _) = floor_of(tx, hk, conv)?;
+    let v = visible_summaries(tx, hk, conv, s)?;
+    let units = raw_units(tx, hk, conv, floor)?;
+    let open_turns = open_turns(tx, hk, conv)?.len();
+    let (semantic, episodic, pending) = (v.semantic, v.episodic, v.pending);
+    let mut text = String::from(CONTEXT_HEADER);
+    if !semantic.is_empty() {
+        text.push_str("[长期记忆 semantic memory]\n");
+        for card in &semantic {
+            text.push_str(&render_card(card, zone));
+        }
+    }
+    if !episodic.is_empty() {
+        text.push_str("[阶段摘要 episodic summaries]\n");
+        for card in &episodic {
+            text.push_str(&render_card(card, zone));
+        }
+    }
+    text.push_str("[近期对话 recent conversation]\n");
+    let mut last_date = None;
+    let mut raw_tokens = 0;
+    for unit in &units {
+        raw_tokens += unit.tokens();
+        render_unit(unit, zone, None, &mut last_date, &mut text);
+    }
+    let batch = pick_batch(
+        &units,
+        raw_tokens,
+        s.raw_token_batch_ratio,
+        s.min_recent_turns,
+    );
+    Ok(Context {
+        tokens: estimate_tokens(&text),
+        text,
+        timezone: zone_name,
+        semantic: semantic.into_iter().map(|c| c.memory_id).collect(),
+        episodic: episodic.into_iter().map(|c| c.memory_id).collect(),
+        raw_units: units.len(),
+        raw_tokens,
+        open_turns,
+        compaction_due: raw_tokens >= s.raw_token_trigger && batch > 0,
+        rollup_due: pending >= s.episodic_compact_trigger_count,
+    })
 }

@@ -14,6 +14,10 @@ pub enum Error {
     /// namespace is reported the same way, so ids never reveal what others stored.
     #[error("no turn {0:?} in this namespace and conversation; begin_turn returns the turn id")]
     UnknownTurn(String),
+    /// No entry or summary with this id in the caller's namespace (another namespace's looks
+    /// the same).
+    #[error("{0}")]
+    NotFound(String),
     /// The turn is completed or aborted and takes no more entries.
     #[error("turn {turn_id:?} is {status}; it takes no more entries (begin a new turn)")]
     TurnClosed {
@@ -71,12 +75,13 @@ pub enum Error {
 
 impl Error {
     /// A short machine-readable code for transports: `invalid_input`, `unknown_turn`,
-    /// `turn_closed`, `pending_actions`, `conflict`, `llm_failed`, `corrupted`, `unwritable` or
-    /// `storage`.
+    /// `turn_closed`, `pending_actions`, `conflict`, `not_found`, `llm_failed`, `corrupted`,
+    /// `unwritable` or `storage`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidInput(_) => "invalid_input",
             Error::UnknownTurn(_) => "unknown_turn",
+            Error::NotFound(_) => "not_found",
             Error::TurnClosed { .. } => "turn_closed",
             Error::PendingActions { .. } => "pending_actions",
             Error::Conflict(_) => "conflict",

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use chrono_tz::Tz;
 use rusqlite::params;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -67,6 +68,10 @@ pub struct History {
     pub folded: usize,
     /// Token estimates (over the entries' texts).
     pub tokens: HistoryTokens,
+    /// The zone of the reload cards' `time:` lines, when one was asked for (else each card
+    /// keeps its turn's zone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 impl Timeline {
@@ -74,6 +79,29 @@ impl Timeline {
     /// the order they began; open turns show everything in full; aborted turns leave out calls
     /// that never got a result (providers reject an unanswered call).
     pub fn history(&self, ns: &Namespace, format: HistoryFormat) -> Result<History> {
+        self.history_rows(ns, format, None)
+    }
+
+    /// [`Timeline::history`] with every reload card's time in `timezone` (an IANA name), which
+    /// the answer names: one zone for every time it shows.
+    pub fn history_in(
+        &self,
+        ns: &Namespace,
+        format: HistoryFormat,
+        timezone: &str,
+    ) -> Result<History> {
+        let zone = crate::tz::parse_zone(timezone).map_err(crate::error::Error::InvalidInput)?;
+        let mut history = self.history_rows(ns, format, Some(zone))?;
+        history.timezone = Some(timezone.trim().to_string());
+        Ok(history)
+    }
+
+    fn history_rows(
+        &self,
+        ns: &Namespace,
+        format: HistoryFormat,
+        zone: Option<Tz>,
+    ) -> Result<History> {
         ns.validate()?;
         let hk = ns.hard_key();
         let (rows, statuses) = self.read(|tx| {
@@ -96,17 +124,47 @@ impl Timeline {
                 .collect::<rusqlite::Result<HashMap<String, TurnStatus>>>()?;
             Ok((rows, statuses))
         })?;
-        Ok(render(&rows, &statuses, format))
+        Ok(render(&rows, &statuses, format, zone))
     }
 }
 
-fn render(rows: &[Row], statuses: &HashMap<String, TurnStatus>, format: HistoryFormat) -> History {
+/// The rows of `conv`'s open turns, in order, and their statuses: the part of a surface after
+/// the context.
+pub(crate) fn open_turn_rows(
+    tx: &rusqlite::Transaction<'_>,
+    hk: &str,
+    conv: &str,
+) -> Result<(Vec<Row>, HashMap<String, TurnStatus>)> {
+    let rows = tx
+        .prepare_cached(&format!(
+            "{ROW_SELECT} WHERE e.hard_key = ?1 AND e.conversation_id = ?2 AND e.unit_seq IN \
+             (SELECT unit_seq FROM turns WHERE hard_key = ?1 AND conversation_id = ?2 \
+             AND status = 'open') ORDER BY e.unit_seq, e.seq_no"
+        ))?
+        .query_map(params![hk, conv], Row::from_sql)?
+        .collect::<rusqlite::Result<Vec<Row>>>()?;
+    let statuses = rows
+        .iter()
+        .filter_map(|r| r.turn_id.clone())
+        .map(|t| (t, TurnStatus::Open))
+        .collect();
+    Ok((rows, statuses))
+}
+
+/// The messages of `rows` (whole units, in order); cards' times in `zone` when given.
+pub(crate) fn render(
+    rows: &[Row],
+    statuses: &HashMap<String, TurnStatus>,
+    format: HistoryFormat,
+    zone: Option<Tz>,
+) -> History {
     let mut out = History {
         messages: Vec::new(),
         turns: 0,
         entries: 0,
         folded: 0,
         tokens: HistoryTokens::default(),
+        timezone: None,
     };
     let mut start = 0;
     while start < rows.len() {
@@ -120,7 +178,7 @@ fn render(rows: &[Row], statuses: &HashMap<String, TurnStatus>, format: HistoryF
             Some(turn) => {
                 out.turns += 1;
                 let aborted = statuses.get(turn) == Some(&TurnStatus::Aborted);
-                render_turn(group, aborted, format, &mut out);
+                render_turn(group, aborted, format, zone, &mut out);
             }
             None => group.iter().for_each(|r| push_plain_message(r, &mut out)),
         }
@@ -155,7 +213,13 @@ fn push_plain_message(row: &Row, out: &mut History) {
     out.messages.push(json!({"role": role, "content": content}));
 }
 
-fn render_turn(rows: &[Row], aborted: bool, format: HistoryFormat, out: &mut History) {
+fn render_turn(
+    rows: &[Row],
+    aborted: bool,
+    format: HistoryFormat,
+    zone: Option<Tz>,
+    out: &mut History,
+) {
     let unanswered = Unanswered::of(rows, aborted);
     // Consecutive calls are one assistant message (parallel tool calls).
     let mut batch: Vec<&Row> = Vec::new();
@@ -170,7 +234,10 @@ fn render_turn(rows: &[Row], aborted: bool, format: HistoryFormat, out: &mut His
                 flush_calls(&mut batch, format, out);
                 count(row, out);
                 let call_id = row.correlation_id.as_deref().unwrap_or("");
-                let content = row.visible_text();
+                let content = match zone {
+                    Some(zone) => row.visible_text_in(zone),
+                    None => std::borrow::Cow::Borrowed(row.visible_text()),
+                };
                 out.messages.push(match format {
                     HistoryFormat::OpenAi => {
                         json!({"role": "tool", "tool_call_id": call_id, "content": content})

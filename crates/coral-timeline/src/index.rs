@@ -1,8 +1,9 @@
 //! The retrieval index of one hard key in memory: what it keeps of each entry and summary, its
 //! BM25 postings and cached vectors, kept up to date by reading only rows added since.
 //!
-//! Entries and summaries are never rewritten, so each refresh reads the rows past the last
-//! primary keys it saw (written by any process). Vectors live in the `vectors` table, tagged
+//! Entries and summaries are only rewritten or removed by forgetting, so each refresh reads the
+//! rows past the last primary keys it saw (written by any process), and starts over when the
+//! hard key's record of forgetting moved. Vectors live in the `vectors` table, tagged
 //! with the embedder's model id; the ones of the current model are loaded once.
 
 use std::collections::HashMap;
@@ -80,6 +81,8 @@ pub(crate) struct HardKeyIndex {
     model: Option<String>,
     /// Vectors of [`HardKeyIndex::model`] by document number.
     pub vectors: HashMap<u32, Vec<f32>>,
+    /// The last forgetting of this hard key the index has seen (`forgotten.forget_pk`).
+    forgets: i64,
 }
 
 impl HardKeyIndex {
@@ -90,12 +93,25 @@ impl HardKeyIndex {
         self.docs.push(doc);
     }
 
-    /// Read the rows added since the last call.
+    /// Read the rows added since the last call; after a forgetting, every row again (what it
+    /// removed must not stay findable from memory).
     pub(crate) fn refresh(&mut self, tx: &Transaction<'_>, hk: &str) -> Result<()> {
+        let forgets: i64 = tx
+            .prepare_cached(
+                "SELECT COALESCE(max(forget_pk), 0) FROM forgotten WHERE hard_key = ?1",
+            )?
+            .query_row(params![hk], |r| r.get(0))?;
+        if forgets != self.forgets {
+            *self = HardKeyIndex {
+                forgets,
+                ..HardKeyIndex::default()
+            };
+        }
         let mut stmt = tx.prepare_cached(
             "SELECT entry_pk, conversation_id, source_id, kind, unit_seq, ts, tool_name, \
              substr(text, 1, ?3), origin FROM entries WHERE hard_key = ?1 AND entry_pk > ?2 \
-             ORDER BY entry_pk",
+             AND NOT EXISTS (SELECT 1 FROM forgotten_entries f WHERE f.hard_key = ?1 \
+             AND f.source_id = entries.source_id) ORDER BY entry_pk",
         )?;
         let mut rows = stmt.query(params![hk, self.last_entry_pk, INDEXED_CHARS])?;
         while let Some(r) = rows.next()? {

@@ -148,6 +148,49 @@ impl<'a> NewEntry<'a> {
 }
 
 impl Timeline {
+    /// [`NewEntry::from_input`], then secrets in its text and payload replaced by a marker
+    /// when redaction is on: every entry is made here, so nothing written, hashed for a retry's
+    /// check or settled into a card ever holds one.
+    pub(crate) fn new_entry<'a>(
+        &self,
+        ns: &Namespace,
+        input: &EntryInput,
+        role: TurnRole,
+        turn_id: Option<&str>,
+        conversation_id: &'a str,
+        now: f64,
+    ) -> Result<NewEntry<'a>> {
+        let mut e = NewEntry::from_input(ns, input, role, turn_id, conversation_id, now)?;
+        if self.redaction.is_on() {
+            // Tool arguments are JSON text: redacted value by value, so that a secret under a
+            // key that names one (`{"token": "..."}`) is found and the JSON stays valid.
+            let json = matches!(e.text.trim_start().as_bytes().first(), Some(b'{' | b'['))
+                .then(|| serde_json::from_str::<Value>(&e.text).ok())
+                .flatten();
+            let found = match json {
+                Some(mut value) => {
+                    let found = self.redaction.apply_json(&mut value);
+                    if !found.is_empty() {
+                        e.text = value.to_string();
+                    }
+                    found
+                }
+                None => self.redaction.apply_owned(&mut e.text),
+            };
+            if !found.is_empty() {
+                // Markers can be longer than the secrets they replace.
+                check_text("the text with its secrets replaced", &e.text, true)?;
+            }
+            if let Some(payload) = &mut e.payload
+                && let Ok(mut value) = serde_json::from_str::<Value>(payload)
+                && !self.redaction.apply_json(&mut value).is_empty()
+            {
+                *payload = value.to_string();
+            }
+        }
+        Ok(e)
+    }
+
     /// Insert `e` (or find the identical entry a retry already wrote). `unit` is the
     /// `(unit_seq, unit_ts)` of its turn; standalone entries are their own unit.
     pub(crate) fn insert_entry(

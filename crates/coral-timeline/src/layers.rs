@@ -188,6 +188,10 @@ pub struct SummaryCard {
     /// Semantic: the newer memory that reinforced (replaced) this one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
+    /// Made from something since forgotten (docs/timeline.md, "Forgetting"): kept for
+    /// `open_memory`, left out of the context, the catalogue, retrieval and roll-ups.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stale: bool,
 }
 
 /// Where a conversation's layers stand.

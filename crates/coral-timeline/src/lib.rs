@@ -70,9 +70,11 @@ mod cache;
 mod check;
 mod compact;
 mod context;
+mod conversations;
 mod cursor;
 mod entry;
 mod error;
+mod forget;
 mod history;
 mod index;
 mod insert;
@@ -82,9 +84,13 @@ mod namespace;
 mod open;
 mod open_memory;
 mod owner;
+mod policy;
+mod prompts;
+mod purge;
 mod rank;
 mod raw_window;
 mod read;
+mod receipt;
 mod recovery;
 mod render;
 mod repair;
@@ -99,6 +105,7 @@ mod settlement;
 mod snapshot;
 mod summaries;
 mod summariser;
+mod surface;
 mod terms;
 mod timeline;
 mod turn;
@@ -114,11 +121,16 @@ pub use browse::{
 };
 pub use check::Problem;
 pub use context::{CONTEXT_HEADER, Context, ContextRequest};
+pub use conversations::Conversation;
 pub use entry::{
     EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
     tool_segment,
 };
 pub use error::{Error, Result};
+pub use forget::{
+    FORGOTTEN_CALL, FORGOTTEN_TEXT, ForgetFilter, ForgetRecord, ForgetReport, ForgetRequest,
+    ForgetTarget,
+};
 pub use history::{History, HistoryFormat, HistoryTokens};
 pub use layers::{CompactReport, FACETS, LayerSettings, LayerStatus, SummaryCard, SummaryLayer};
 pub use metrics::Metrics;
@@ -128,11 +140,14 @@ pub use open_memory::{
     Detail, OpenRequest, OpenResult, Opened, OpenedMemory, OpenedSummary, SourcesPage, View,
 };
 pub use owner::Owner;
+pub use policy::{DispatchPolicy, WITHHELD_TEXT};
+pub use prompts::{MAX_NOTES_CHARS, MAX_PERSONA_CHARS, PromptOverrides};
 pub use rank::{Fusion, RRF_K};
 pub use read::{
     DEFAULT_ANCHOR_TURNS, EntryView, MAX_ANCHOR_TURNS, Projection, ReadRequest, ReadResult,
     TimeRange, TimelinePage, UnitView,
 };
+pub use receipt::{Anchors, MAX_RECEIPT_IDS, Receipt, with_receipt};
 pub use recovery::Recovered;
 pub use repair::Repair;
 pub use reply::{ReadStatus, Reply, with_ok};
@@ -147,6 +162,7 @@ pub use settle::{
     sha256_hex,
 };
 pub use summariser::SummaryLlm;
+pub use surface::{ContextRole, Surface, SurfaceRequest};
 pub use terms::{KeywordHit, keyword_hits, normalize_terms, reinforcement_overlap};
 pub use timeline::Timeline;
 pub use turn::{

@@ -92,7 +92,7 @@ impl Namespace {
 }
 
 /// A namespace part: free text without control characters, 1..=128 characters.
-fn check_name(what: &str, value: &str) -> Result<()> {
+pub(crate) fn check_name(what: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         return invalid(format!("{what} is empty; give a non-empty id"));
     }

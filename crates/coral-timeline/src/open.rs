@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use coral_base::secrets::Redaction;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
@@ -58,6 +59,9 @@ pub struct Options {
     pub owner: Owner,
     /// Writable, read-only, or writable where possible (the default).
     pub access: Access,
+    /// Secrets in entry texts and payloads replaced by a marker before they are written
+    /// (default on; docs/timeline.md, "Secrets").
+    pub redaction: Redaction,
 }
 
 impl Default for Options {
@@ -67,6 +71,7 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             owner: Owner::current(),
             access: Access::Auto,
+            redaction: Redaction::default(),
         }
     }
 }
@@ -124,6 +129,7 @@ fn assemble(
         conn: std::sync::Mutex::new(conn),
         secret,
         owner: options.owner,
+        redaction: options.redaction.clone(),
         path,
         migrated_from: from,
         retrieval: Default::default(),
@@ -191,6 +197,9 @@ fn open_writable(path: &Path, options: &Options) -> Result<Timeline> {
         Durability::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync)?;
+    // Freed space is overwritten with zeros, so a forgotten body leaves no copy in the file's
+    // free pages or cells (docs/timeline.md, "Forgetting").
+    conn.pragma_update(None, "secure_delete", true)?;
     let mut conn = conn;
     let (from, secret, repairs) = migrate(&mut conn, Some(path), options.busy_timeout)
         .map_err(|e| not_a_database(path, e))?;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::cursor;
 use crate::layers::SummaryCard;
 use crate::namespace::{Namespace, check_id};
+use crate::policy::DispatchPolicy;
 use crate::read::{Projection, UnitView, unit_view};
 use crate::render::render_card;
 use crate::reply::{Failure, ReadStatus, Reply, zone_of};
@@ -69,6 +70,9 @@ pub struct OpenRequest {
     pub page_size: usize,
     /// View `sources`: `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// The operator's policy: an entry of a kind it does not allow is `denied`, and withheld
+    /// in a summary's sources.
+    pub policy: DispatchPolicy,
 }
 
 /// One entry opened by id.
@@ -116,6 +120,9 @@ pub struct OpenedMemory {
     pub settlement: Option<String>,
     /// Whether the conversation shows its card instead of the body.
     pub folded: bool,
+    /// Its body was forgotten: what is shown is the tombstone.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forgotten: bool,
     /// The structured payload stored with the entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
@@ -189,7 +196,8 @@ impl Timeline {
     /// Open one entry by id (`memory_id` is its source id). Never fails: problems come back
     /// as a status with a message.
     pub fn open_memory(&self, ns: &Namespace, memory_id: &str, req: &OpenRequest) -> OpenResult {
-        Reply::or_failed(self.try_open(ns, memory_id, req), None)
+        let zone_name = req.timezone.as_deref().unwrap_or("UTC");
+        Reply::or_failed(self.try_open(ns, memory_id, req), Some(zone_name))
     }
 
     fn try_open(
@@ -201,13 +209,14 @@ impl Timeline {
         ns.validate()
             .and_then(|_| check_id("memory_id", memory_id))
             .map_err(|e| Failure::Invalid(e.to_string()))?;
-        let (zone, _) = zone_of(req.timezone.as_deref())?;
+        let (zone, zone_name) = zone_of(req.timezone.as_deref())?;
+        let zone_name = Some(zone_name.as_str());
         if let Some(summary) = self.open_summary(ns, memory_id, req, zone)? {
             let opened = Opened {
                 memory: None,
                 summary: Some(summary),
             };
-            return Ok(Reply::new(ReadStatus::Ok, None, None, opened));
+            return Ok(Reply::new(ReadStatus::Ok, None, zone_name, opened));
         }
         if req.view == View::Sources {
             return Err(Failure::Invalid(format!(
@@ -238,17 +247,24 @@ impl Timeline {
                     "this namespace"
                 }
             );
-            return Ok(Reply::failed(ReadStatus::Empty, message, None));
+            return Ok(Reply::failed(ReadStatus::Empty, message, zone_name));
         };
+        if !req.policy.allows(&row.kind) {
+            let message = format!(
+                "{memory_id:?} is a {} entry, which this server's dispatch policy withholds",
+                row.kind
+            );
+            return Ok(Reply::failed(ReadStatus::Denied, message, zone_name));
+        }
         let folded = row.folded();
         let (card, preview, content) = match req.view {
-            View::Card if folded => (row.card.clone(), None, None),
+            View::Card if folded => (Some(row.visible_text_in(zone).into_owned()), None, None),
             View::Card => (None, Some(preview(&row.text)), None),
             View::Sources => (None, None, None),
             View::Content => {
                 let text = match req.detail {
                     Detail::Full => row.text.clone(),
-                    Detail::Compact => row.visible_text().to_string(),
+                    Detail::Compact => row.visible_text_in(zone).into_owned(),
                 };
                 (None, None, Some(text))
             }
@@ -272,6 +288,7 @@ impl Timeline {
             result_hash: format!("sha256:{}", row.sha256),
             settlement: row.settlement.map(|c| c.as_str().to_string()),
             folded,
+            forgotten: row.forgotten,
             payload: row
                 .payload
                 .as_deref()
@@ -284,7 +301,7 @@ impl Timeline {
             memory: Some(memory),
             summary: None,
         };
-        Ok(Reply::new(ReadStatus::Ok, None, None, opened))
+        Ok(Reply::new(ReadStatus::Ok, None, zone_name, opened))
     }
 
     /// `open_memory` on a summary id, if it is one in scope (`None`: not a summary here).
@@ -371,14 +388,10 @@ impl Timeline {
                     if let Some(unit) = unit {
                         let rows = unit_rows(tx, &hk, &card.conversation_id, *unit)?;
                         if !rows.is_empty() {
-                            page.units.push(unit_view(
-                                tx,
-                                &hk,
-                                &rows,
-                                Projection::Conversation,
-                                zone,
-                                0,
-                            )?);
+                            let mut unit =
+                                unit_view(tx, &hk, &rows, Projection::Conversation, zone, 0)?;
+                            unit.withhold(&req.policy);
+                            page.units.push(unit);
                         }
                     }
                     if let Some(source) = source

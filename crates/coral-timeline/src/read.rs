@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::cursor;
 use crate::namespace::{Namespace, check_id};
+use crate::policy::{DispatchPolicy, WITHHELD_TEXT};
 use crate::reply::{Failure, ReadStatus, Reply, zone_of};
 use crate::rows::{Row, find_row, turn_status, unit_rows};
 use crate::timeline::Timeline;
@@ -82,6 +83,8 @@ pub struct ReadRequest {
     pub cursor: Option<String>,
     /// IANA time zone for dates, periods, local times and labels (default `UTC`).
     pub timezone: Option<String>,
+    /// The operator's policy: entries of kinds it does not allow are withheld.
+    pub policy: DispatchPolicy,
 }
 
 /// One entry as read back.
@@ -115,6 +118,12 @@ pub struct EntryView {
     pub status: Option<String>,
     /// True when `text` is the reload card, not the body.
     pub folded: bool,
+    /// True when the body was forgotten (`text` is the tombstone).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forgotten: bool,
+    /// True when the server's dispatch policy withholds it (`text` says so).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub withheld: bool,
     /// The text shown.
     pub text: String,
 }
@@ -160,6 +169,29 @@ pub struct TimelinePage {
     /// Pass as `cursor` for the next page (same request otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Entries on this page the server's dispatch policy withholds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld: usize,
+}
+
+pub(crate) fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl UnitView {
+    /// Withhold the entries `policy` does not allow; how many there were.
+    pub(crate) fn withhold(&mut self, policy: &DispatchPolicy) -> usize {
+        let mut n = 0;
+        for e in &mut self.entries {
+            if !policy.allows(&e.kind) {
+                e.text = WITHHELD_TEXT.to_string();
+                e.folded = false;
+                e.withheld = true;
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 /// The answer of `read_timeline`.
@@ -395,6 +427,7 @@ impl Timeline {
                 zone,
                 &zone_name,
                 &query_digest,
+                &req.policy,
             )?))
         })
         .map_err(Failure::from)?
@@ -413,6 +446,7 @@ impl Timeline {
         zone: Tz,
         zone_name: &str,
         query_digest: &str,
+        policy: &DispatchPolicy,
     ) -> crate::error::Result<ReadResult> {
         let total = keys.len();
         let pending: Vec<Key> = match &after {
@@ -423,6 +457,7 @@ impl Timeline {
             None => keys,
         };
         let mut units = Vec::new();
+        let mut withheld = 0;
         let mut page_tokens = 0u64;
         let mut last: Option<&Key> = None;
         for key in &pending {
@@ -430,10 +465,11 @@ impl Timeline {
             if rows.is_empty() {
                 continue;
             }
-            let unit = unit_view(tx, hk, &rows, projection, zone, budget)?;
+            let mut unit = unit_view(tx, hk, &rows, projection, zone, budget)?;
             if budget > 0 && !units.is_empty() && page_tokens + unit.tokens > budget {
                 break;
             }
+            withheld += unit.withhold(policy);
             page_tokens += unit.tokens;
             units.push(unit);
             last = Some(key);
@@ -471,6 +507,7 @@ impl Timeline {
                 total_units: total,
                 remaining_units: remaining,
                 next_cursor,
+                withheld,
             },
         ))
     }
@@ -607,8 +644,10 @@ pub(crate) fn unit_view_of(
                 tool_name: r.tool_name.clone(),
                 status: r.status.clone(),
                 folded,
+                forgotten: r.forgotten,
+                withheld: false,
                 text: if folded {
-                    r.visible_text().to_string()
+                    r.visible_text_in(zone).into_owned()
                 } else {
                     r.text.clone()
                 },

@@ -81,7 +81,8 @@ pub(crate) fn render_unit(
         };
         out.push_str(&label);
         out.push_str(":\n");
-        let text = row.visible_text();
+        let text = row.visible_text_in(zone);
+        let text = text.as_ref();
         match max_chars {
             Some(max) if text.chars().count() > max => {
                 let cut: String = text.chars().take(max).collect();

@@ -34,6 +34,34 @@ impl std::fmt::Display for Repair {
     }
 }
 
+/// The quarantined copies of `path`'s damaged logs still beside it (`<file>-wal.*.corrupt`),
+/// in name order.
+pub(crate) fn quarantined(path: &Path) -> Vec<PathBuf> {
+    let log = wal_path(path);
+    let prefix = format!(
+        "{}.",
+        log.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .map(|n| n.to_string_lossy())
+                        .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".corrupt"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
 /// The `meta` key recording a quarantined generation of the log.
 fn record_key(salts: (u32, u32)) -> String {
     format!("wal_damage:{:08x}{:08x}", salts.0, salts.1)

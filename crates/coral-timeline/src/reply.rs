@@ -27,6 +27,8 @@ pub enum ReadStatus {
     Empty,
     /// The request is malformed or contradictory; nothing was read.
     InvalidFilter,
+    /// The server's dispatch policy withholds what was asked for.
+    Denied,
     /// The store could not answer.
     Unavailable,
 }
@@ -42,8 +44,7 @@ pub struct Reply<T> {
     /// What went wrong or what to do next, for statuses other than `ok`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The zone times are shown in (every read but `open_memory`, whose answer never named
-    /// one).
+    /// The zone every time of the reply is shown in, reload cards' `time:` lines included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
     /// What the tool returns.
@@ -107,11 +108,15 @@ impl<T> DerefMut for Reply<T> {
     }
 }
 
-/// JSON of a read result with `ok` added (true unless invalid or unavailable), for tools.
+/// JSON of a read result with `ok` added (true unless invalid, unavailable or denied), for
+/// tools.
 pub fn with_ok(value: impl Serialize, status: ReadStatus) -> Value {
     let mut v = serde_json::to_value(value).unwrap_or(Value::Null);
     if let Some(map) = v.as_object_mut() {
-        let ok = !matches!(status, ReadStatus::InvalidFilter | ReadStatus::Unavailable);
+        let ok = !matches!(
+            status,
+            ReadStatus::InvalidFilter | ReadStatus::Unavailable | ReadStatus::Denied
+        );
         map.insert("ok".into(), Value::Bool(ok));
     }
     v

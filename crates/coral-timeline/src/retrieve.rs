@@ -28,6 +28,7 @@ use crate::error::Error;
 use crate::index::{Doc, Layer, encode};
 use crate::layers::{FACETS, LayerSettings, SummaryCard};
 use crate::namespace::Namespace;
+use crate::policy::DispatchPolicy;
 use crate::rank::{Fusion, Rankings, fuse};
 use crate::raw_window::{floor_of, open_turns};
 use crate::read::{Projection, UnitView, unit_view_of};
@@ -101,6 +102,10 @@ pub struct RetrieveRequest {
     /// The clock of a time-shaped query ("yesterday"), Unix seconds (default: the system
     /// clock). Only read when there is no `time_hint`.
     pub now: Option<f64>,
+    /// The operator's policy: kinds it does not allow are never candidates (and withheld in a
+    /// hit's turn), `kind_patterns` may not reach past it, and under its explicit-trace rule
+    /// tool calls, results and events are candidates only when `kind_patterns` name them.
+    pub policy: DispatchPolicy,
 }
 
 /// One hit.
@@ -169,6 +174,9 @@ pub struct Retrieved {
     /// What went wrong without stopping the search (an embedder failure: words only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Entries of the hits' turns the server's dispatch policy withholds.
+    #[serde(skip_serializing_if = "crate::read::is_zero")]
+    pub withheld: usize,
     /// The hits: raw first, then summaries, each group best first.
     pub hits: Vec<RetrieveHit>,
 }
@@ -257,6 +265,9 @@ impl Timeline {
                 )));
             }
         }
+        req.policy
+            .check_patterns(&req.kind_patterns)
+            .map_err(invalid)?;
         // Raw entries whose origin is one of these; `third_party` names no stored origin, so
         // a filter of it alone keeps nothing.
         let mut origins: Vec<Origin> = Vec::new();
@@ -314,11 +325,12 @@ impl Timeline {
                 .query_map(params![hk, conv, floor], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             units.extend(open_turns(tx, &hk, conv)?);
-            // Memories a newer one reinforced are history: the newer one answers.
+            // Memories a newer one reinforced are history: the newer one answers. Summaries made
+            // from something since forgotten are not found either.
             let replaced: HashSet<String> = tx
                 .prepare_cached(
                     "SELECT summary_id FROM summaries WHERE hard_key = ?1 \
-                     AND superseded_by IS NOT NULL",
+                     AND (superseded_by IS NOT NULL OR stale_at IS NOT NULL)",
                 )?
                 .query_map(params![hk], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
@@ -364,6 +376,14 @@ impl Timeline {
                 continue;
             }
             if !req.kind_patterns.is_empty() && !kind_matches(&req.kind_patterns, &doc.kind) {
+                continue;
+            }
+            if doc.layer == Layer::Raw
+                && (!req.policy.allows(&doc.kind)
+                    || (req.policy.explicit_trace
+                        && req.kind_patterns.is_empty()
+                        && DispatchPolicy::is_trace(&doc.kind)))
+            {
                 continue;
             }
             if doc.layer == Layer::Raw
@@ -552,6 +572,7 @@ impl Timeline {
         let docs = &index.docs;
         let mut hits = Vec::with_capacity(picks.len());
         let mut tokens = 0;
+        let mut withheld = 0;
         self.read(|tx| {
             for p in &picks {
                 let d = &docs[p.doc as usize];
@@ -560,6 +581,9 @@ impl Timeline {
                     _ => summary_hit(tx, &hk, d, zone)?,
                 };
                 let Some(mut hit) = hit else { continue };
+                if let Some(turn) = hit.turn.as_mut() {
+                    withheld += turn.withhold(&req.policy);
+                }
                 let cost = hit
                     .turn
                     .as_ref()
@@ -597,6 +621,7 @@ impl Timeline {
             excluded_visible,
             tokens,
             warnings,
+            withheld,
             hits,
         };
         Ok(Reply::new(status, message, Some(&zone_name), found))
@@ -649,7 +674,7 @@ fn raw_hit(
     }
     let turn = unit_view_of(&rows, status, Projection::Conversation, zone, 0);
     let mut hit = blank_hit(d, zone);
-    hit.text = row.visible_text().to_string();
+    hit.text = row.visible_text_in(zone).into_owned();
     hit.turn = Some(turn);
     Ok(Some(hit))
 }

@@ -1,11 +1,14 @@
 //! One stored entry as the read paths see it (`Row`, its selects), the unanswered-call rule,
 //! and the lookups of a unit's rows, an entry by id and a turn's status.
 
+use std::borrow::Cow;
+
+use chrono_tz::Tz;
 use rusqlite::{OptionalExtension, Transaction};
 
 use crate::entry::{Origin, TurnRole};
 use crate::error::{Result, unknown_value};
-use crate::settle::Classification;
+use crate::settle::{Classification, card_in_zone};
 use crate::turn::TurnStatus;
 
 /// One stored entry, as the read paths see it.
@@ -34,14 +37,19 @@ pub(crate) struct Row {
     pub settlement: Option<Classification>,
     pub card: Option<String>,
     pub card_tokens: Option<i64>,
+    /// Its body was forgotten: `text` is [`crate::forget::FORGOTTEN_TEXT`] (or, for a call,
+    /// its arguments' stand-in).
+    pub forgotten: bool,
 }
 
-/// The select [`Row::from_sql`] reads: an entry (`e`) with its settlement (`s`), if any. Every
-/// statement built on it adds a `WHERE e.hard_key = ?`.
+/// The select [`Row::from_sql`] reads: an entry (`e`) with its settlement (`s`), if any, and
+/// whether its body was forgotten. Every statement built on it adds a `WHERE e.hard_key = ?`.
 pub(crate) const ROW_SELECT: &str = "SELECT e.conversation_id, e.seq_no, e.unit_seq, \
      e.unit_ts, e.source_id, e.kind, e.origin, e.turn_role, e.actor, e.turn_id, \
      e.correlation_id, e.tool_name, e.status, e.ts, e.text, e.payload, e.chars, e.bytes, \
-     e.tokens, e.sha256, s.classification, s.card, s.card_tokens FROM entries e \
+     e.tokens, e.sha256, s.classification, s.card, s.card_tokens, EXISTS (SELECT 1 FROM \
+     forgotten_entries f WHERE f.hard_key = e.hard_key AND f.source_id = e.source_id) \
+     FROM entries e \
      LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id";
 
 /// [`ROW_SELECT`] without the bodies the conversation shows as cards (their `text` is empty)
@@ -51,7 +59,8 @@ pub(crate) const LIGHT_ROW_SELECT: &str = "SELECT e.conversation_id, e.seq_no, e
      e.correlation_id, e.tool_name, e.status, e.ts, \
      CASE WHEN s.classification = 'compact_reloadable' AND s.card IS NOT NULL THEN '' \
      ELSE e.text END, NULL, e.chars, e.bytes, e.tokens, e.sha256, s.classification, s.card, \
-     s.card_tokens FROM entries e \
+     s.card_tokens, EXISTS (SELECT 1 FROM forgotten_entries f WHERE f.hard_key = e.hard_key \
+     AND f.source_id = e.source_id) FROM entries e \
      LEFT JOIN settlements s ON s.hard_key = e.hard_key AND s.source_id = e.source_id";
 
 impl Row {
@@ -90,6 +99,7 @@ impl Row {
             settlement,
             card: r.get(21)?,
             card_tokens: r.get(22)?,
+            forgotten: r.get(23)?,
         })
     }
 
@@ -103,6 +113,14 @@ impl Row {
         match (&self.card, self.folded()) {
             (Some(card), true) => card,
             _ => &self.text,
+        }
+    }
+
+    /// [`Row::visible_text`] with a card's time in `zone`: what a reply in `zone` shows.
+    pub(crate) fn visible_text_in(&self, zone: Tz) -> Cow<'_, str> {
+        match (&self.card, self.folded()) {
+            (Some(card), true) => card_in_zone(card, self.ts, zone),
+            _ => Cow::Borrowed(&self.text),
         }
     }
 

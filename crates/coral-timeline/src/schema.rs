@@ -26,6 +26,8 @@ pub(crate) const TABLES: &[&str] = &[
     "closures",
     "compaction",
     "vectors",
+    "forgotten",
+    "forgotten_entries",
 ];
 
 const MIGRATIONS: &[&str] = &[
@@ -178,6 +180,34 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (hard_key, model, item_id)
     ) STRICT, WITHOUT ROWID;
     "#,
+    // 2 -> 3: targeted forgetting (docs/timeline.md, "Forgetting"): a content-free record of
+    // each forgetting, the entries whose bodies it removed (kept as tombstones so their turn
+    // stays whole), and summaries marked stale because something they were made from is gone.
+    r#"
+    CREATE TABLE forgotten (
+        forget_pk INTEGER PRIMARY KEY,
+        hard_key TEXT NOT NULL,
+        conversation_id TEXT,
+        at REAL NOT NULL,
+        target TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        reason TEXT,
+        entries INTEGER NOT NULL,
+        units INTEGER NOT NULL,
+        summaries INTEGER NOT NULL,
+        marked INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX forgotten_key ON forgotten (hard_key, forget_pk);
+
+    CREATE TABLE forgotten_entries (
+        hard_key TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        forget_pk INTEGER NOT NULL,
+        PRIMARY KEY (hard_key, source_id)
+    ) STRICT, WITHOUT ROWID;
+
+    ALTER TABLE summaries ADD COLUMN stale_at REAL;
+    "#,
 ];
 
 /// Bring the database of `tx` (a `BEGIN IMMEDIATE` transaction the caller commits) to
@@ -191,6 +221,14 @@ pub(crate) fn migrate(tx: &Transaction<'_>, fresh_secret: [u8; 32]) -> Result<Mi
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", i as i64 + 1)?;
+    }
+    if version == 0 {
+        // Written with `secure_delete` from its first page: forgetting never needs to rebuild
+        // this file to be sure no old copy of a body is left in its free space.
+        tx.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('zeroed', X'01')",
+            [],
+        )?;
     }
     tx.execute(
         "INSERT OR IGNORE INTO meta (key, value) VALUES ('cursor_secret', ?1)",

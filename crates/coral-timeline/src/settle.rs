@@ -6,6 +6,9 @@
 //! card in every later model-visible history; anything else stays inline. An empty body is
 //! its own class. The body itself is never changed or deleted.
 
+use std::borrow::Cow;
+
+use chrono_tz::Tz;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -142,6 +145,24 @@ pub fn reload_card(f: &CardFields<'_>) -> String {
     card
 }
 
+/// The first lines of a card whose turn had a time zone: its `time:` line follows.
+const TIMED_CARD: &str = "[compact_reloadable]\ntime: ";
+
+/// `card` (of a result at `ts`) with its `time:` line in `zone`: a card is stored in its turn's
+/// zone, and every reply shows its times in one zone, the one it names. The line keeps its
+/// width, so the card's token estimate holds. A card without a time line is returned as it is.
+pub(crate) fn card_in_zone(card: &str, ts: f64, zone: Tz) -> Cow<'_, str> {
+    let Some(rest) = card.strip_prefix(TIMED_CARD) else {
+        return Cow::Borrowed(card);
+    };
+    let end = rest.find('\n').unwrap_or(rest.len());
+    let local = crate::tz::minute_label(ts, zone);
+    if rest[..end] == local {
+        return Cow::Borrowed(card);
+    }
+    Cow::Owned(format!("{TIMED_CARD}{local}{}", &rest[end..]))
+}
+
 /// Classify a body of `body_bytes` whose card would be `card_bytes` long.
 pub fn classify(body_bytes: usize, card_bytes: usize) -> Classification {
     if body_bytes == 0 {
@@ -198,6 +219,38 @@ mod tests {
         assert_eq!(classify(256, 129), Classification::InlineFull);
         assert_eq!(classify(1000, 500), Classification::CompactReloadable);
         assert_eq!(classify(1000, 501), Classification::InlineFull);
+    }
+
+    #[test]
+    fn a_card_shows_the_time_of_the_zone_asked_for() {
+        let fields = CardFields {
+            time: Some("2026-11-30 08:53"),
+            tool: "shell",
+            call_id: "c1",
+            status: "success",
+            source_id: "obs-1",
+            stored_chars: 1,
+            stored_utf8_bytes: 1,
+            sha256_hex: "00",
+        };
+        let card = reload_card(&fields);
+        let ts = 1_796_000_000.0 - 1_796_000_000.0 % 60.0;
+        let shanghai = crate::tz::parse_zone("Asia/Shanghai").unwrap();
+        let utc = crate::tz::parse_zone("UTC").unwrap();
+        let in_utc = card_in_zone(&card, ts, utc);
+        assert!(in_utc.contains(&format!("time: {}\n", crate::tz::minute_label(ts, utc))));
+        assert_eq!(in_utc.len(), card.len());
+        assert_eq!(
+            in_utc.replace(&crate::tz::minute_label(ts, utc), "T"),
+            card.replace("2026-11-30 08:53", "T")
+        );
+        let in_shanghai = card_in_zone(&card, ts, shanghai);
+        assert!(in_shanghai.contains(&crate::tz::minute_label(ts, shanghai)));
+        let untimed = reload_card(&CardFields {
+            time: None,
+            ..fields
+        });
+        assert_eq!(card_in_zone(&untimed, ts, utc), untimed);
     }
 
     #[test]

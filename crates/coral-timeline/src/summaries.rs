@@ -12,7 +12,7 @@ pub(crate) const SUMMARY_SELECT: &str = "SELECT summary_id, layer, conversation_
      hint, body, facet, entity_anchors, topic_terms, period_start, period_end, created_at, \
      tokens, rolled_into, (SELECT count(*) FROM summary_sources ss \
      WHERE ss.hard_key = s.hard_key AND ss.summary_id = s.summary_id), s.summary_pk, \
-     s.superseded_by FROM summaries s";
+     s.superseded_by, s.stale_at IS NOT NULL FROM summaries s";
 
 /// A row of [`SUMMARY_SELECT`]; a layer this build does not know is an error naming the summary.
 pub(crate) fn card_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryCard> {
@@ -42,10 +42,12 @@ pub(crate) fn card_from_sql(r: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryCa
         source_count: r.get::<_, i64>(14)? as usize,
         pk: r.get(15)?,
         superseded_by: r.get(16)?,
+        stale: r.get(17)?,
     })
 }
 
-/// Episodic summaries of a conversation not yet rolled up, oldest first.
+/// Episodic summaries of a conversation not yet rolled up, oldest first (a stale one, made
+/// from something since forgotten, is left out: it is never rolled up or shown).
 pub(crate) fn pending_episodic(
     tx: &Transaction<'_>,
     hard_key: &str,
@@ -54,7 +56,8 @@ pub(crate) fn pending_episodic(
     Ok(tx
         .prepare_cached(&format!(
             "{SUMMARY_SELECT} WHERE s.hard_key = ?1 AND s.conversation_id = ?2 \
-             AND s.layer = 'episodic' AND s.rolled_into IS NULL ORDER BY s.summary_pk"
+             AND s.layer = 'episodic' AND s.rolled_into IS NULL AND s.stale_at IS NULL \
+             ORDER BY s.summary_pk"
         ))?
         .query_map(params![hard_key, conversation_id], card_from_sql)?
         .collect::<rusqlite::Result<_>>()?)
@@ -70,7 +73,7 @@ pub(crate) fn newest_semantic(
     let mut cards: Vec<SummaryCard> = tx
         .prepare_cached(&format!(
             "{SUMMARY_SELECT} WHERE s.hard_key = ?1 AND s.conversation_id = ?2 \
-             AND s.layer = 'semantic' AND s.superseded_by IS NULL \
+             AND s.layer = 'semantic' AND s.superseded_by IS NULL AND s.stale_at IS NULL \
              ORDER BY s.summary_pk DESC LIMIT ?3"
         ))?
         .query_map(
@@ -122,7 +125,7 @@ pub(crate) fn count_semantic(
     let n: i64 = tx
         .prepare_cached(
             "SELECT count(*) FROM summaries WHERE hard_key = ?1 AND conversation_id = ?2 \
-             AND layer = 'semantic' AND superseded_by IS NULL",
+             AND layer = 'semantic' AND superseded_by IS NULL AND stale_at IS NULL",
         )?
         .query_row(params![hard_key, conversation_id], |r| r.get(0))?;
     Ok(n as usize)

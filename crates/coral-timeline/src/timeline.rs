@@ -25,6 +25,8 @@ pub struct Timeline {
     pub(crate) conn: Mutex<Connection>,
     pub(crate) secret: [u8; 32],
     pub(crate) owner: Owner,
+    /// Whether entries are redacted before they are written (`insert.rs`).
+    pub(crate) redaction: coral_base::secrets::Redaction,
     pub(crate) path: Option<PathBuf>,
     pub(crate) migrated_from: i64,
     pub(crate) retrieval: RetrievalCache,

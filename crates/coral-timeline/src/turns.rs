@@ -5,7 +5,7 @@ use rusqlite::{Transaction, params};
 
 use crate::entry::{EntryInput, EntryRef, Origin, TurnRole, tool_segment};
 use crate::error::{Error, Result, invalid};
-use crate::insert::{NewEntry, check_text, close_unit, next_seq, same_entry};
+use crate::insert::{check_text, close_unit, next_seq, same_entry};
 use crate::namespace::{Namespace, check_id};
 use crate::retries::{completion_retry, exchange_retry, find_retry};
 use crate::settle::Policy;
@@ -42,7 +42,7 @@ impl Timeline {
         let mut entries = begin
             .stimuli
             .iter()
-            .map(|s| NewEntry::from_input(ns, s, TurnRole::Stimulus, None, conv, now))
+            .map(|s| self.new_entry(ns, s, TurnRole::Stimulus, None, conv, now))
             .collect::<Result<Vec<_>>>()?;
         let hk = ns.hard_key();
         self.write(|tx| {
@@ -105,7 +105,7 @@ impl Timeline {
     ) -> Result<EntryRef> {
         ns.validate()?;
         let conv = ns.conversation_id.as_str();
-        let mut e = NewEntry::from_input(ns, input, TurnRole::Action, Some(turn_id), conv, now)?;
+        let mut e = self.new_entry(ns, input, TurnRole::Action, Some(turn_id), conv, now)?;
         let hk = ns.hard_key();
         self.write(|tx| {
             let turn = load_turn(tx, &hk, ns, turn_id)?;
@@ -138,8 +138,7 @@ impl Timeline {
     ) -> Result<EntryRef> {
         ns.validate()?;
         let conv = ns.conversation_id.as_str();
-        let mut e =
-            NewEntry::from_input(ns, input, TurnRole::Observation, Some(turn_id), conv, now)?;
+        let mut e = self.new_entry(ns, input, TurnRole::Observation, Some(turn_id), conv, now)?;
         let hk = ns.hard_key();
         self.write(|tx| {
             let turn = load_turn(tx, &hk, ns, turn_id)?;
@@ -201,10 +200,9 @@ impl Timeline {
             ..EntryInput::default()
         };
         let conv = ns.conversation_id.as_str();
-        let mut call_e =
-            NewEntry::from_input(ns, &call, TurnRole::Action, Some(turn_id), conv, now)?;
+        let mut call_e = self.new_entry(ns, &call, TurnRole::Action, Some(turn_id), conv, now)?;
         let mut result_e =
-            NewEntry::from_input(ns, &result, TurnRole::Observation, Some(turn_id), conv, now)?;
+            self.new_entry(ns, &result, TurnRole::Observation, Some(turn_id), conv, now)?;
         result_e.tool_name = Some(x.tool_name.clone());
         let hk = ns.hard_key();
         self.write(|tx| {
@@ -254,7 +252,7 @@ impl Timeline {
                     ..EntryInput::default()
                 };
                 let mut e =
-                    NewEntry::from_input(ns, &input, TurnRole::Final, Some(turn_id), conv, now)?;
+                    self.new_entry(ns, &input, TurnRole::Final, Some(turn_id), conv, now)?;
                 if done.kind.is_none() {
                     e.origin = Origin::Assistant;
                 }
@@ -369,7 +367,7 @@ impl Timeline {
     pub fn record_entry(&self, ns: &Namespace, input: &EntryInput, now: f64) -> Result<EntryRef> {
         ns.validate()?;
         let conv = ns.conversation_id.as_str();
-        let e = NewEntry::from_input(ns, input, TurnRole::None, None, conv, now)?;
+        let e = self.new_entry(ns, input, TurnRole::None, None, conv, now)?;
         let hk = ns.hard_key();
         self.write(|tx| self.insert_entry(tx, &hk, &e))
     }

@@ -103,6 +103,7 @@ fn every_statement_on_entries_or_turns_filters_on_the_hard_key() {
                 "SUMMARY_SOURCES",
                 "COMPACTION",
                 "VECTORS",
+                "FORGOTTEN",
                 "{ROW_SELECT}",
                 "{SUMMARY_SELECT}",
             ]

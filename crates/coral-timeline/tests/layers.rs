@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use coral_timeline::{
-    BeginTurn, CompleteTurn, ContextRequest, EntryInput, Error, LayerSettings, Namespace,
-    OpenRequest, ReadStatus, SummaryLlm, Timeline, ToolExchange, View,
+    BeginTurn, CompleteTurn, ContextRequest, EntryInput, Error, HistoryFormat, LayerSettings,
+    Namespace, OpenRequest, ReadStatus, SummaryLlm, SurfaceRequest, Timeline, ToolExchange, View,
 };
 use serde_json::json;
 
@@ -82,22 +82,33 @@ impl SummaryLlm for Scripted {
 /// One finished turn: a user line, maybe a tool call with a long result, an answer; `i` also
 /// sets how long the lines are (a question of 1–3 sentences, an answer of 2–7).
 fn turn(t: &Timeline, ns: &Namespace, i: usize, tool_bytes: usize, at: f64) {
+    let turn_id = begin(t, ns, i, at);
+    finish(t, ns, &turn_id, i, tool_bytes, at);
+}
+
+/// The user line of turn `i`; returns the open turn's id.
+fn begin(t: &Timeline, ns: &Namespace, i: usize, at: f64) -> String {
     let ask = "请帮我看看这个方案的细节和可能的风险。".repeat(1 + i % 3);
+    t.begin_turn(
+        ns,
+        &BeginTurn {
+            stimuli: vec![EntryInput::user(format!("第{i}个问题 #话题{} {ask}", i % 7)).at(at)],
+            ..BeginTurn::default()
+        },
+        at,
+    )
+    .unwrap()
+    .turn_id
+}
+
+/// The rest of turn `i`: maybe a tool call with a long result, then the answer.
+fn finish(t: &Timeline, ns: &Namespace, turn_id: &str, i: usize, tool_bytes: usize, at: f64) {
     let answer = "这个方案整体可行，但要注意预算和时间安排。".repeat(2 + i % 6);
-    let handle = t
-        .begin_turn(
-            ns,
-            &BeginTurn {
-                stimuli: vec![EntryInput::user(format!("第{i}个问题 #话题{} {ask}", i % 7)).at(at)],
-                ..BeginTurn::default()
-            },
-            at,
-        )
-        .unwrap();
+    let handle = TurnRef { turn_id };
     if tool_bytes > 0 {
         t.record_tool_exchange(
             ns,
-            &handle.turn_id,
+            handle.turn_id,
             &ToolExchange {
                 tool_name: "shell".into(),
                 call_id: format!("call_{i}"),
@@ -111,21 +122,64 @@ fn turn(t: &Timeline, ns: &Namespace, i: usize, tool_bytes: usize, at: f64) {
     }
     t.complete_turn(
         ns,
-        &handle.turn_id,
+        handle.turn_id,
         &CompleteTurn::answer(format!("回答{i}：{answer}")),
         at + 2.0,
     )
     .unwrap();
 }
 
+struct TurnRef<'a> {
+    turn_id: &'a str,
+}
+
 fn utc() -> chrono_tz::Tz {
     chrono_tz::UTC
 }
 
+/// What a prefix run measures: the context alone (the request before a turn's stimulus), or
+/// the whole surface (the request with the open turn after the context).
+#[derive(Clone, Copy, PartialEq)]
+enum Measure {
+    Context,
+    Surface,
+}
+
+/// A surface as a provider's chat template renders it: each message's role, text (or calls)
+/// and end mark in turn.
+fn rendered(messages: &[serde_json::Value]) -> String {
+    messages
+        .iter()
+        .map(|m| {
+            let text = match m["content"].as_str() {
+                Some(t) => t.to_string(),
+                None => m["tool_calls"].to_string(),
+            };
+            format!("<|{}|>\n{text}<|end|>\n", m["role"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// The part of a rendered surface that must start the next request: its context message up to
+/// its end mark (the context only grows at its end).
+fn stable_part(messages: &[serde_json::Value]) -> String {
+    let m = &messages[0];
+    format!(
+        "<|{}|>\n{}",
+        m["role"].as_str().unwrap(),
+        m["content"].as_str().unwrap()
+    )
+}
+
 /// Prefix-cache figures over a scripted conversation of `turns` turns, compacting whenever
-/// due: (requests whose context starts with the previous one, prefix bytes reused / bytes of
-/// previous contexts, compactions).
-fn prefix_run(turns: usize, settings: &LayerSettings) -> (f64, f64, usize, usize) {
+/// due: (requests whose start is the previous one's stable part, prefix bytes reused / bytes of
+/// previous requests, compactions). The stable part of a context is all of it; of a surface,
+/// its context message (the open turn after it closes and moves into the context).
+fn prefix_run(
+    turns: usize,
+    settings: &LayerSettings,
+    measure: Measure,
+) -> (f64, f64, usize, usize) {
     let (t, _dir) = temp_timeline();
     let ns = ns();
     let llm = Scripted::new();
@@ -134,33 +188,60 @@ fn prefix_run(turns: usize, settings: &LayerSettings) -> (f64, f64, usize, usize
         timezone: Some("Asia/Shanghai".into()),
         settings: settings.clone(),
     };
+    let surface_req = SurfaceRequest {
+        timezone: Some("Asia/Shanghai".into()),
+        settings: settings.clone(),
+        ..SurfaceRequest::default()
+    };
     let (mut hits, mut requests, mut reused, mut offered) = (0usize, 0usize, 0u64, 0u64);
-    let mut previous: Option<String> = None;
+    let mut previous: Option<(String, String)> = None;
     let mut compactions = 0;
     for i in 0..turns {
         let at = T0 + i as f64 * 600.0;
-        // The request of turn i: the context before its stimulus.
-        let ctx = t.context(&ns, &req).unwrap();
-        if let Some(prev) = &previous {
+        let (request, stable) = match measure {
+            // The request of turn i: the context before its stimulus.
+            Measure::Context => {
+                let text = t.context(&ns, &req).unwrap().text;
+                (text.clone(), text)
+            }
+            Measure::Surface => (String::new(), String::new()),
+        };
+        let turn_id = begin(&t, &ns, i, at);
+        let (request, stable) = if measure == Measure::Surface {
+            // The request of turn i: the surface with its stimulus.
+            let surface = t.surface(&ns, &surface_req).unwrap();
+            let again = t.surface(&ns, &surface_req).unwrap();
+            assert_eq!(
+                serde_json::to_string(&surface).unwrap(),
+                serde_json::to_string(&again).unwrap(),
+                "byte-identical between writes"
+            );
+            assert_eq!(surface.open_turns, vec![turn_id.clone()]);
+            assert_eq!(surface.context_messages, 1);
+            (rendered(&surface.messages), stable_part(&surface.messages))
+        } else {
+            (request, stable)
+        };
+        if let Some((prev, prev_stable)) = &previous {
             requests += 1;
-            if ctx.text.starts_with(prev.as_str()) {
+            if request.starts_with(prev_stable.as_str()) {
                 hits += 1;
             }
             let common = prev
                 .bytes()
-                .zip(ctx.text.bytes())
+                .zip(request.bytes())
                 .take_while(|(a, b)| a == b)
                 .count();
             reused += common as u64;
             offered += prev.len() as u64;
         }
-        previous = Some(ctx.text);
+        previous = Some((request, stable));
         let tool = if rng.below(10) < 3 {
             1_000 + rng.below(3_000) as usize
         } else {
             0
         };
-        turn(&t, &ns, i, tool, at);
+        finish(&t, &ns, &turn_id, i, tool, at);
         let status = t.layer_status(&ns, settings).unwrap();
         if status.compaction_due || status.rollup_due {
             let report = t.compact(&ns, settings, &llm, utc(), at + 3.0).unwrap();
@@ -178,7 +259,8 @@ fn prefix_run(turns: usize, settings: &LayerSettings) -> (f64, f64, usize, usize
 #[test]
 fn the_context_prefix_is_stable_between_compactions() {
     let settings = LayerSettings::default();
-    let (hit_rate, byte_reuse, compactions, requests) = prefix_run(300, &settings);
+    let (hit_rate, byte_reuse, compactions, requests) =
+        prefix_run(300, &settings, Measure::Context);
     println!(
         "300 turns, default settings: {requests} requests, prefix hit rate {hit_rate:.3}, \
          prefix bytes reused {byte_reuse:.3}, {compactions} compactions"
@@ -193,8 +275,109 @@ fn the_context_prefix_is_stable_between_compactions() {
         raw_token_batch_ratio: 0.05,
         ..LayerSettings::default()
     };
-    let (eager_rate, _, _, _) = prefix_run(60, &eager);
+    let (eager_rate, _, _, _) = prefix_run(60, &eager, Measure::Context);
     assert!(eager_rate < 0.5, "eager compaction hit rate {eager_rate}");
+}
+
+#[test]
+fn the_surface_is_byte_stable_between_compactions() {
+    let settings = LayerSettings::default();
+    let (hit_rate, byte_reuse, compactions, requests) =
+        prefix_run(300, &settings, Measure::Surface);
+    println!(
+        "300 turns, the whole surface: {requests} requests, prefix hit rate {hit_rate:.3}, \
+         prefix bytes reused {byte_reuse:.3}, {compactions} compactions"
+    );
+    assert!(compactions >= 2, "the script must reach the trigger");
+    assert!(hit_rate >= 0.9, "prefix hit rate {hit_rate}");
+    assert!(byte_reuse >= 0.9, "byte reuse {byte_reuse}");
+    let eager = LayerSettings {
+        raw_token_trigger: 100,
+        raw_token_batch_ratio: 0.05,
+        ..LayerSettings::default()
+    };
+    let (eager_rate, _, _, _) = prefix_run(60, &eager, Measure::Surface);
+    assert!(eager_rate < 0.5, "eager compaction hit rate {eager_rate}");
+}
+
+#[test]
+fn the_surface_is_the_context_then_the_open_turn_in_provider_shape() {
+    let (t, _dir) = temp_timeline();
+    let ns = ns();
+    turn(&t, &ns, 0, 2_000, T0);
+    let open = begin(&t, &ns, 1, T0 + 600.0);
+    t.record_tool_exchange(
+        &ns,
+        &open,
+        &ToolExchange {
+            tool_name: "shell".into(),
+            call_id: "call_now".into(),
+            input: json!({"cmd": "ls"}),
+            result: "y".repeat(3_000),
+            ..ToolExchange::default()
+        },
+        T0 + 601.0,
+    )
+    .unwrap();
+    let req = SurfaceRequest {
+        timezone: Some("Asia/Shanghai".into()),
+        ..SurfaceRequest::default()
+    };
+    let surface = t.surface(&ns, &req).unwrap();
+    let ctx = t
+        .context(
+            &ns,
+            &ContextRequest {
+                timezone: Some("Asia/Shanghai".into()),
+                ..ContextRequest::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(surface.messages[0]["role"], "user");
+    assert_eq!(surface.messages[0]["content"], ctx.text.as_str());
+    assert_eq!(surface.timezone, "Asia/Shanghai");
+    // The open turn, natively and in full: the stimulus once, the call, its whole result.
+    let roles: Vec<&str> = surface.messages[1..]
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert!(
+        surface.messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("第1个问题")
+    );
+    assert_eq!(surface.messages[2]["tool_calls"][0]["id"], "call_now");
+    assert_eq!(surface.messages[3]["content"], "y".repeat(3_000).as_str());
+    let stimulus_copies = rendered(&surface.messages).matches("第1个问题").count();
+    assert_eq!(
+        stimulus_copies, 1,
+        "the current input is in the surface once"
+    );
+    // With no open turn, the context alone.
+    t.complete_turn(&ns, &open, &CompleteTurn::answer("好"), T0 + 602.0)
+        .unwrap();
+    let closed = t.surface(&ns, &req).unwrap();
+    assert_eq!(closed.messages.len(), 1);
+    assert!(closed.open_turns.is_empty());
+    assert!(
+        closed.messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(surface.messages[0]["content"].as_str().unwrap())
+    );
+    let system = t
+        .surface(
+            &ns,
+            &SurfaceRequest {
+                context_role: coral_timeline::ContextRole::System,
+                format: HistoryFormat::Plain,
+                ..SurfaceRequest::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(system.messages[0]["role"], "system");
 }
 
 #[test]
@@ -723,8 +906,10 @@ fn a_version_1_file_migrates_with_its_closed_turns_in_the_context() {
     let path = dir.path().join("timeline.sqlite3");
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE summaries; DROP TABLE summary_sources; DROP TABLE closures; \
-         DROP TABLE compaction; DROP TABLE vectors; PRAGMA user_version = 1;",
+        "DROP TABLE forgotten; DROP TABLE forgotten_entries; DELETE FROM meta \
+         WHERE key = 'zeroed'; DROP TABLE summaries; DROP TABLE summary_sources; \
+         DROP TABLE closures; DROP TABLE compaction; DROP TABLE vectors; \
+         PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(conn);

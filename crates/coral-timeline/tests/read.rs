@@ -464,7 +464,7 @@ fn projections_and_open_memory_views() {
     let ns = Namespace::new("u", "c");
     populate(&t, &ns);
     let body = "ERROR timeout at line 42\n".repeat(60);
-    let read = |projection| {
+    let read_in = |projection, zone: &str| {
         t.read_timeline(
             &ns,
             &ReadRequest {
@@ -472,10 +472,12 @@ fn projections_and_open_memory_views() {
                 before_turns: Some(0),
                 after_turns: Some(0),
                 projection,
+                timezone: Some(zone.into()),
                 ..ReadRequest::default()
             },
         )
     };
+    let read = |projection| read_in(projection, "Asia/Shanghai");
     let conv = read(Projection::Conversation);
     let result = &conv.units[0].entries[2];
     assert!(result.folded);
@@ -483,6 +485,18 @@ fn projections_and_open_memory_views() {
         result
             .text
             .starts_with("[compact_reloadable]\ntime: 2026-04-10 15:00\n")
+    );
+    // One zone per reply: read in UTC, the card's time is the entry's UTC time, as labelled.
+    let utc = read_in(Projection::Conversation, "UTC");
+    assert_eq!(utc.timezone.as_deref(), Some("UTC"));
+    let in_utc = &utc.units[0].entries[2];
+    assert_eq!(in_utc.time, "2026-04-10 07:00");
+    assert!(
+        in_utc
+            .text
+            .starts_with("[compact_reloadable]\ntime: 2026-04-10 07:00\n"),
+        "{}",
+        in_utc.text
     );
     let full = read(Projection::Full);
     assert!(!full.units[0].entries[2].folded);

@@ -42,20 +42,31 @@ pub const TOOL_SETTABLE: [&str; 9] = [
     "storage.hard_ratio",
 ];
 
+/// Sections inside [`TOOL_SETTABLE`] that stay the operator's (docs/timeline.md): which
+/// namespace a server serves, what the model's read tools may return and whether they may
+/// forget, and the text put into the summariser's prompts. A tool changing them would widen
+/// its own reach.
+pub const OPERATOR_ONLY: [&str; 3] = ["timeline.pin.", "timeline.policy.", "timeline.prompt."];
+
 /// Whether a tool may change `key` (a dotted leaf key or a section).
 pub fn tool_may_change(key: &str) -> bool {
-    TOOL_SETTABLE.iter().any(|p| match p.strip_suffix('.') {
-        Some(section) => key == section || key.starts_with(p),
-        None => key == *p,
-    })
+    let operator = OPERATOR_ONLY
+        .iter()
+        .any(|p| key.starts_with(p) || p.strip_suffix('.') == Some(key));
+    !operator
+        && TOOL_SETTABLE.iter().any(|p| match p.strip_suffix('.') {
+            Some(section) => key == section || key.starts_with(p),
+            None => key == *p,
+        })
 }
 
 pub(crate) fn refuse_for_tools(key: &str) -> Error {
     Error::InvalidInput(format!(
-        "{key} cannot be changed by a tool: it decides where data goes, what code runs or what \
-         survives a crash, so only the user changes it (`coral config set {key} ...` or the \
-         config file). Tools may change: {}",
-        TOOL_SETTABLE.join(", ")
+        "{key} cannot be changed by a tool: it decides where data goes, what code runs, what \
+         survives a crash or what a server hands out, so only the user changes it (`coral \
+         config set {key} ...` or the config file). Tools may change: {} (but not {})",
+        TOOL_SETTABLE.join(", "),
+        OPERATOR_ONLY.join(", ")
     ))
 }
 
@@ -135,7 +146,11 @@ fn check_key(key: &str) -> Result<()> {
 }
 
 fn unknown(key: &str) -> Error {
-    let sections: Vec<&str> = TUNABLE.iter().copied().chain(["llm"]).collect();
+    let sections: Vec<&str> = TUNABLE
+        .iter()
+        .copied()
+        .chain(["privacy", "hooks", "llm"])
+        .collect();
     Error::InvalidInput(format!(
         "no config key {key:?}; keys look like memory.capacity_threshold (sections: {})",
         sections.join(", ")
@@ -169,6 +184,8 @@ fn same_kind(old: &Value, new: &Value) -> bool {
         }
         (Value::Bool(_), Value::Bool(_)) | (Value::String(_), Value::String(_)) => true,
         (Value::Object(_), Value::Object(_)) => true,
+        // A list setting (`timeline.policy.allowed_kind_prefixes`) takes a list of strings.
+        (Value::Array(_), Value::Array(items)) => items.iter().all(Value::is_string),
         _ => false,
     }
 }

@@ -19,10 +19,10 @@ use crate::engine::quota::disk_usage;
 use crate::engine::reembed::ReembedReport;
 use crate::error::{Error, Result};
 use crate::limits::{check_importance, unix_now};
+use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
-use crate::threads::open_threads;
 use crate::timeline_slot::TimelineSlot;
 use crate::types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
@@ -84,7 +84,16 @@ impl Coral {
             });
         }
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
-        let threads = open_threads(&config)?;
+        // The thread store and the timeline follow `privacy.redact_secrets` through the
+        // engine's switch, so a config edit reaches them too.
+        let redaction = engine.config.redaction().clone();
+        let threads = ThreadStore::open_with(
+            config.threads_path(),
+            coral_thread::StoreOptions {
+                redaction: redaction.clone(),
+                ..config.thread_store_options()
+            },
+        )?;
         if threads.unreadable_entries() > 0 {
             notices.push(format!(
                 "{} entr(ies) of {} are not readable threads; kept in the file as they are",
@@ -93,7 +102,7 @@ impl Coral {
             ));
         }
         notices.extend(threads.repairs());
-        let timeline = TimelineSlot::new(&config);
+        let timeline = TimelineSlot::new(&config, redaction);
         Ok(Coral {
             engine,
             threads,
@@ -160,6 +169,13 @@ impl Coral {
         self.engine.insert_with(content, options)
     }
 
+    /// [`Coral::search_with`] without counting the hits as accesses, so nothing is journaled:
+    /// for memories shown without being asked for (a client hook's recall before each prompt),
+    /// which would otherwise gain heat from every prompt that mentions their words.
+    pub fn search_uncounted(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
+        self.engine.search_uncounted(query, options)
+    }
+
     /// The `top_k` memories most relevant to `query`.
     pub fn search(&self, query: &str, top_k: usize) -> Result<Vec<SearchHit>> {
         self.search_with(
@@ -217,6 +233,13 @@ impl Coral {
             .get(id)
             .map(|(i, _)| i.clone())
             .ok_or_else(|| Error::NotFound(id.into()))
+    }
+
+    /// One page of the stored memories, filtered and ordered ([`ListQuery`]). Nothing is
+    /// counted as an access; other processes' writes are caught up with first.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let engine = self.engine.lock();
+        list_page(engine.door.view().pool(), query)
     }
 
     /// Every memory, oldest first.
@@ -303,7 +326,11 @@ impl Coral {
 
     /// Counters (O(1)).
     pub fn stats(&self) -> Stats {
-        self.engine.stats(self.threads.len())
+        // Another process (`coral thread ...`, a second server) may have changed the file. When
+        // it cannot be read now, the count this process holds is still true for it, and the
+        // thread tools report the read error.
+        let threads = self.threads.count().unwrap_or_else(|_| self.threads.len());
+        self.engine.stats(threads)
     }
 
     /// Disk usage by file and against the budget.

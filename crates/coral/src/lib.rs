@@ -26,6 +26,7 @@ mod engine;
 mod error;
 mod governance;
 mod limits;
+mod list;
 mod live_config;
 mod models;
 mod reload;
@@ -39,15 +40,18 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    ANN_THRESHOLD, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig,
-    HeatWeightsConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig, ParallelismConfig,
-    PathsConfig, RETRIEVAL_MODES, ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights,
-    RrfWeights, StorageConfig, SyncMode, ThreadsConfig, llm_settings,
+    ANN_THRESHOLD, CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig,
+    HeatConfig, HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
+    ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
+    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
+    SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
 };
 pub use config_ops::{
-    ConfigChange, ConfigFile, Edit, PROTECTED, TOOL_SETTABLE, TUNABLE, tool_may_change,
+    ConfigChange, ConfigFile, Edit, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,
+    tool_may_change,
 };
 pub use coral::Coral;
+pub use coral_base::secrets::{marker as redaction_marker, redact};
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
@@ -55,7 +59,7 @@ pub use coral_base::{
 pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
     UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
-    model_spec,
+    model_spec, tokenize,
 };
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
@@ -73,10 +77,12 @@ pub use engine::vectors::{OPEN_RECOMPUTE_LIMIT, vector_meta_path};
 pub use error::{Error, Result};
 pub use governance::GovernanceStats;
 pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
+pub use list::{ListOrder, ListPage, ListQuery, MAX_LIST_LIMIT};
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::open_threads;
 pub use types::{
-    DiskUsage, ImportReport, Insert, InsertOptions, Memory, Scores, SearchHit, SearchOptions, Stats,
+    DiskUsage, ImportReport, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit,
+    SearchOptions, Stats,
 };

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use coral_base::secrets::Redaction;
 
 use crate::config::Config;
 use crate::reload::Reloader;
@@ -13,15 +14,24 @@ use crate::reload::Reloader;
 pub(crate) struct LiveConfig {
     current: ArcSwap<Config>,
     reloader: Option<Reloader>,
+    /// `privacy.redact_secrets` in force, shared with the thread store and the timeline,
+    /// which hold no config of their own.
+    redaction: Redaction,
 }
 
 impl LiveConfig {
     /// `config` in force, watching no file.
     pub(crate) fn new(config: Config) -> LiveConfig {
         LiveConfig {
+            redaction: Redaction::new(config.privacy.redact_secrets),
             current: ArcSwap::from_pointee(config),
             reloader: None,
         }
+    }
+
+    /// The redaction switch that follows `privacy.redact_secrets`.
+    pub(crate) fn redaction(&self) -> &Redaction {
+        &self.redaction
     }
 
     /// Watch the file the configuration came from.
@@ -50,6 +60,7 @@ impl LiveConfig {
         config.embedding = current.embedding.clone();
         config.base_dir = current.base_dir.clone();
         config.data_dir_override = current.data_dir_override.clone();
+        self.redaction.set(config.privacy.redact_secrets);
         let config = Arc::new(config);
         self.current.store(Arc::clone(&config));
         if let Some(r) = &self.reloader {

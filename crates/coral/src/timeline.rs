@@ -70,16 +70,21 @@ impl SummaryLlm for LlmSummaries {
 pub use coral_timeline::{
     BeginTurn, BrowseCard, BrowsePage, BrowseRequest, BrowseResult, Classification, Closed,
     CompactReport, CompleteTurn, Context, ContextRequest, Detail, EntryInput, EntryRef, EntryView,
-    Error as TimelineError, ExchangeRefs, Fusion, History, HistoryFormat, HistoryTokens,
-    KeywordMatch, LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest, OpenResult, Opened,
-    OpenedMemory, OpenedSummary, Origin, Period, Policy, Problem as TimelineProblem, Projection,
-    ReadRequest, ReadResult, ReadStatus, Recovered, Repair as TimelineRepair, Reply, RetrieveHit,
-    RetrieveRequest, RetrieveResult, Retrieved, SettledResult, SettlementReport, SummaryCard,
-    SummaryLayer, SummaryLlm, TextEmbedder, TimeHint, TimeRange, TimelinePage, ToolExchange,
-    TurnHandle, TurnRole, TurnStatus, TurnView, UnitView, View, parse_zone,
+    Error as TimelineError, ExchangeRefs, FORGOTTEN_CALL, FORGOTTEN_TEXT, ForgetFilter,
+    ForgetRecord, ForgetReport, ForgetRequest, ForgetTarget, Fusion, History, HistoryFormat,
+    HistoryTokens, KeywordMatch, LayerSettings, LayerStatus, Metrics, Namespace, OpenRequest,
+    OpenResult, Opened, OpenedMemory, OpenedSummary, Origin, Period, Policy,
+    Problem as TimelineProblem, Projection, ReadRequest, ReadResult, ReadStatus, Recovered,
+    Repair as TimelineRepair, Reply, RetrieveHit, RetrieveRequest, RetrieveResult, Retrieved,
+    SettledResult, SettlementReport, SummaryCard, SummaryLayer, SummaryLlm, TextEmbedder, TimeHint,
+    TimeRange, TimelinePage, ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView,
+    View, minute_label, parse_zone,
 };
 /// The timeline crate's items the interface crate's tools use under their own names.
-pub use coral_timeline::{DEFAULT_ID, Error, Timeline, tool_segment, with_ok};
+pub use coral_timeline::{
+    ContextRole, DEFAULT_ID, DispatchPolicy, Error, PromptOverrides, Receipt, Surface,
+    SurfaceRequest, Timeline, WITHHELD_TEXT, tool_segment, with_ok, with_receipt,
+};
 
 impl Coral {
     /// The timeline, opened (and created) on first use. Opening aborts the open turns of
@@ -154,14 +159,49 @@ impl Coral {
         let zone = coral_timeline::parse_zone(timezone.unwrap_or("UTC"))
             .map_err(TimelineError::InvalidInput)?;
         let timeline = self.timeline()?;
-        let Some(llm) = LlmSummaries::from_config(&self.config())? else {
-            return Err(TimelineError::Llm(
-                "no summary model is configured: set llm.base_url, llm.api_key and llm.model \
-                 in the config (or CORAL_LLM_BASE_URL / CORAL_LLM_API_KEY / CORAL_LLM_MODEL)"
+        let config = self.timeline_config();
+        // A config file that failed to load keeps the previous settings in force: when they
+        // lack a model, that failure is the real cause, not the settings the file shows.
+        let unloaded = self.config_error();
+        let llm = LlmSummaries::from_config(&config).map_err(|e| match &unloaded {
+            Some(why) => TimelineError::Llm(format!("{e}; note: {why}")),
+            None => e,
+        })?;
+        let Some(llm) = llm else {
+            return Err(TimelineError::Llm(match unloaded {
+                Some(why) => format!(
+                    "no summary model is in force because the config file was not loaded \
+                     ({why}); fix the file (coral stats shows config_error) and the next call \
+                     uses its llm.* settings"
+                ),
+                None => "no summary model is configured: set llm.base_url, llm.api_key and \
+                         llm.model in the config (or CORAL_LLM_BASE_URL / CORAL_LLM_API_KEY / \
+                         CORAL_LLM_MODEL)"
                     .into(),
-            ));
+            }));
         };
-        timeline.compact(ns, settings, &llm, zone, unix_now())
+        timeline.compact_with(
+            ns,
+            settings,
+            &llm,
+            zone,
+            unix_now(),
+            &config.timeline.prompt,
+        )
+    }
+
+    /// The configuration in force, with a changed config file picked up first (the timeline's
+    /// calls do not lock the engine, which is where the file is otherwise checked): its
+    /// `timeline.*` settings, dispatch policy and prompts apply at once.
+    pub fn timeline_config(&self) -> Arc<Config> {
+        self.engine.refresh_config();
+        self.config()
+    }
+
+    /// Why the config file in force is not the file's (a rejected edit), as
+    /// `stats().config_error`.
+    fn config_error(&self) -> Option<String> {
+        self.engine.config.reloader().and_then(|r| r.error())
     }
 
     /// Where the timeline database is (whether or not it exists yet).

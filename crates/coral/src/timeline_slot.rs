@@ -22,13 +22,16 @@ pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);
 pub(crate) struct TimelineSlot {
     path: PathBuf,
     durability: Durability,
+    /// `privacy.redact_secrets` in force (the engine's switch).
+    redaction: coral_base::secrets::Redaction,
     opened: Mutex<Option<(Arc<Timeline>, Instant)>>,
 }
 
 impl TimelineSlot {
-    pub(crate) fn new(config: &Config) -> TimelineSlot {
+    pub(crate) fn new(config: &Config, redaction: coral_base::secrets::Redaction) -> TimelineSlot {
         TimelineSlot {
             path: config.timeline_path(),
+            redaction,
             // `storage.sync = "always"` asks for every commit on disk before it returns.
             durability: if config.storage.sync_mode() == SyncMode::Always {
                 Durability::Full
@@ -52,6 +55,7 @@ impl TimelineSlot {
             Options {
                 durability: self.durability,
                 access,
+                redaction: self.redaction.clone(),
                 ..Options::default()
             },
         )?;

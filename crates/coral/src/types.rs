@@ -17,9 +17,20 @@ pub struct Memory {
     pub tier: Tier,
 }
 
-/// What an insert did.
+/// What an insert did: stored or merged, and the secrets taken out of the text first.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Insert {
+pub struct Insert {
+    /// Stored, or merged into an existing memory.
+    pub outcome: InsertOutcome,
+    /// The kind of each secret replaced by a marker before the text was stored or embedded
+    /// (`"api-key"`, `"password"`, ...), in order; empty when there was none or
+    /// `privacy.redact_secrets` is off (docs/configuration.md, "Secrets").
+    pub redacted: Vec<&'static str>,
+}
+
+/// Whether an insert stored a new memory or refreshed one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertOutcome {
     /// A new memory was stored.
     Inserted(Item),
     /// The text duplicated (or nearly duplicated) an existing memory, which was refreshed
@@ -30,15 +41,23 @@ pub enum Insert {
 impl Insert {
     /// The id of the stored or refreshed memory.
     pub fn id(&self) -> &str {
-        match self {
-            Insert::Inserted(item) => &item.item_id,
-            Insert::Merged(id) => id,
+        match &self.outcome {
+            InsertOutcome::Inserted(item) => &item.item_id,
+            InsertOutcome::Merged(id) => id,
         }
     }
 
     /// True when a new memory was stored.
     pub fn inserted(&self) -> bool {
-        matches!(self, Insert::Inserted(_))
+        matches!(self.outcome, InsertOutcome::Inserted(_))
+    }
+
+    /// The new memory, when one was stored.
+    pub fn item(&self) -> Option<&Item> {
+        match &self.outcome {
+            InsertOutcome::Inserted(item) => Some(item),
+            InsertOutcome::Merged(_) => None,
+        }
     }
 }
 

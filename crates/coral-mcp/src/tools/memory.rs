@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{Arg, Args, DefaultValue, Handler, Kind, ToolDef, ToolError};
-use coral::{Coral, Insert, InsertOptions, MAX_TOP_K, SearchOptions};
+use coral::{Coral, InsertOptions, InsertOutcome, MAX_TOP_K, SearchOptions};
 
 const ID: Arg = Arg {
     name: "item_id",
@@ -92,7 +92,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "memory_delete",
-        description: "Delete one memory by id. 按 id 删除一条记忆。",
+        description: "Delete one memory by id; a checkpoint then removes its text from the \
+                      files and the journal (physically_removed says so). \
+                      按 id 删除一条记忆，并通过检查点从文件与日志中物理删除。",
         args: &[ID],
         handler: Handler::Fn(memory_delete),
         http_only: false,
@@ -175,22 +177,30 @@ fn memory_insert(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
             ..InsertOptions::default()
         },
     )?;
-    let message = match &outcome {
-        Insert::Inserted(_) => "stored; durable now / 已写入并持久化".to_string(),
-        Insert::Merged(id) => {
+    let mut message = match &outcome.outcome {
+        InsertOutcome::Inserted(_) => "stored; durable now / 已写入并持久化".to_string(),
+        InsertOutcome::Merged(id) => {
             format!("a similar memory already existed; merged into {id} / 与已有记忆相似，已合并")
         }
     };
+    let redacted = outcome.redacted.len();
+    if redacted > 0 {
+        message.push_str(&format!(
+            "; {redacted} secret(s) replaced by [redacted:…] before storing / {redacted} 处密钥已替换为标记"
+        ));
+    }
     // As in the original, `item_id` is the new memory's id and null for a merge;
-    // `merged_into` names the memory that absorbed it.
+    // `merged_into` names the memory that absorbed it. `redacted` (Coral's) counts the secrets
+    // kept out of the memory.
     let mut answer = json!({
         "inserted": outcome.inserted(),
         "item_id": outcome.inserted().then(|| outcome.id()),
         "message": message,
         "persisted": true,
         "hint": "already durable: memory_flush is not needed / 已持久化，无需调用 memory_flush",
+        "redacted": redacted,
     });
-    if let Insert::Merged(id) = &outcome {
+    if let InsertOutcome::Merged(id) = &outcome.outcome {
         answer["merged_into"] = json!(id);
     }
     Ok(answer)
@@ -212,7 +222,31 @@ fn memory_flush(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
 fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let id = args.str("item_id").unwrap_or_default();
     if coral.delete(id)? {
-        Ok(json!({"ok": true, "item_id": id, "message": "deleted / 已删除"}))
+        // The journal still holds the text (its put record) until a checkpoint rewrites the
+        // memory files without it and starts a new journal: run that now, and say whether it
+        // worked (docs/timeline.md, "Forgetting").
+        let (gone, removal) = match coral.flush() {
+            Ok(()) => (
+                true,
+                "checkpointed: its text is no longer in the memory files or the journal (earlier \
+                 backups still hold it) / 已从记忆文件与日志中物理删除"
+                    .to_string(),
+            ),
+            Err(e) => (
+                false,
+                format!(
+                    "deleted, but the journal keeps its text until a checkpoint succeeds \
+                     (memory_flush, or the next automatic one): {e}"
+                ),
+            ),
+        };
+        Ok(json!({
+            "ok": true,
+            "item_id": id,
+            "message": "deleted / 已删除",
+            "physically_removed": gone,
+            "removal": removal,
+        }))
     } else {
         Err(ToolError::Refused(json!({
             "ok": false,

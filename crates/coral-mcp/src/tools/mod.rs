@@ -6,16 +6,23 @@
 //! declaration, so they cannot drift apart. [`Registry::builtin`] holds Coral's tools; a
 //! program embedding Coral adds its own with [`Registry::register`] and serves them all.
 
+mod annotations;
 mod config;
 mod memory;
+mod memory_list;
+mod scope;
 mod threads;
 mod timeline;
+
+pub use scope::{Pin, Scope};
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use coral::Coral;
+
+pub use annotations::Annotations;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -277,13 +284,14 @@ pub fn tools() -> &'static [ToolDef] {
         let mut all: Vec<ToolDef> = Vec::new();
         for group in [
             memory::TOOLS,
+            memory_list::TOOLS,
             threads::TOOLS,
             config::TOOLS,
-            timeline::TOOLS,
-            timeline::HTTP_ONLY,
+            timeline::model_tools(),
         ] {
             all.extend(group.iter().map(ToolDef::clone));
         }
+        all.extend(timeline::host_tools().cloned());
         // coral_stats sits after the thread tools in the original's order.
         if let Some(i) = all.iter().position(|t| t.name == "coral_stats") {
             let stats = all.remove(i);
@@ -297,18 +305,67 @@ pub fn tools() -> &'static [ToolDef] {
     })
 }
 
-/// The tools a server serves: the built-in ones and any a program registers.
+/// The tools a server serves: the built-in ones and any a program registers, and the timeline
+/// namespaces it answers for ([`Scope`]).
 #[derive(Clone)]
 pub struct Registry {
     tools: Vec<ToolDef>,
+    scope: Scope,
+    /// Each tool's annotations, by name (every built-in tool has them; see `annotations.rs`).
+    annotations: std::collections::BTreeMap<&'static str, Annotations>,
 }
 
 impl Registry {
-    /// Coral's own tools.
+    /// Coral's own tools, answering for every namespace a call names ([`Scope::Any`]: what
+    /// the Rust API and the command line use; servers pin with [`Registry::with_scope`]).
     pub fn builtin() -> Registry {
+        let tools = tools().to_vec();
+        let annotations = tools
+            .iter()
+            .filter_map(|t| annotations::builtin(t.name).map(|a| (t.name, a)))
+            .collect();
         Registry {
-            tools: tools().to_vec(),
+            tools,
+            annotations,
+            scope: Scope::Any,
         }
+    }
+
+    /// Declare what the registered tool `name` does ([`Annotations`]), for MCP clients.
+    pub fn annotate(&mut self, name: &str, annotations: Annotations) -> Result<(), ToolError> {
+        let tool = self
+            .get(name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        self.annotations.insert(tool.name, annotations);
+        Ok(())
+    }
+
+    /// The annotations of the tool `name`, when it has them.
+    pub fn annotations(&self, name: &str) -> Option<Annotations> {
+        self.annotations.get(name).copied()
+    }
+
+    /// The same tools answering only for `scope`.
+    pub fn with_scope(mut self, scope: Scope) -> Registry {
+        self.scope = scope;
+        self
+    }
+
+    /// The namespaces this registry answers for.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Serve the HTTP-only tool `name` to MCP clients too (an operator's choice, such as
+    /// `timeline_forget` with `--allow-forget`).
+    pub fn expose_on_mcp(&mut self, name: &str) -> Result<(), ToolError> {
+        let tool = self
+            .tools
+            .iter_mut()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
+        tool.http_only = false;
+        Ok(())
     }
 
     /// Add a tool. Its name must be new, 1 to 64 characters of `a-z`, `0-9`, `_` and `-`
@@ -354,14 +411,15 @@ impl Registry {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Run the tool `name` with JSON `args` (an object, or null for none): the arguments are
-    /// checked against its declaration first, and errors and refusals are cut to a bounded
-    /// size.
+    /// Run the tool `name` with JSON `args` (an object, or null for none): the registry's
+    /// [`Scope`] is applied and the arguments are checked against the tool's declaration
+    /// first, and errors and refusals are cut to a bounded size.
     pub fn call(&self, coral: &Coral, name: &str, args: &Value) -> Result<Value, ToolError> {
         let tool = self
             .get(name)
             .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
-        let args = validate(tool, args).map_err(ToolError::bounded)?;
+        let args = self.scope.apply(tool, args).map_err(ToolError::bounded)?;
+        let args = validate(tool, &args).map_err(ToolError::bounded)?;
         tool.handler
             .run(coral, &args)
             .map(bound_refusal)
@@ -563,6 +621,31 @@ mod tests {
             );
             assert!(t.description.split(' ').filter(|w| w.is_ascii()).count() >= 3);
         }
+    }
+
+    #[test]
+    fn every_builtin_tool_is_annotated_and_programs_can_annotate_theirs() {
+        let mut registry = Registry::builtin();
+        for t in tools() {
+            let a = registry
+                .annotations(t.name)
+                .unwrap_or_else(|| panic!("{} has no annotations", t.name));
+            assert!(!(a.read_only && a.destructive), "{}", t.name);
+        }
+        // The table names no tool that does not exist.
+        let hint = Annotations::read_only("Echo / 回显");
+        assert!(matches!(
+            registry.annotate("no_such_tool", hint),
+            Err(ToolError::UnknownTool(_))
+        ));
+        registry
+            .register(ToolDef::new("echo", "Echo. 回显。", &[], |_, _| {
+                Ok(json!({}))
+            }))
+            .unwrap();
+        assert_eq!(registry.annotations("echo"), None);
+        registry.annotate("echo", hint).unwrap();
+        assert_eq!(registry.annotations("echo"), Some(hint));
     }
 
     #[test]

@@ -87,7 +87,8 @@ async def main(coral):
                     check(s["count"] >= 1, f"search {query!r} finds something")
                     top = s["hits"][0]
                     check(top["id"] == ids[expected], f"search {query!r} ranks {expected!r} first")
-                    check(set(top["scores"]) == {"vector", "jaccard", "time"}, "component scores")
+                    check(set(top["scores"]) == {"vector", "jaccard", "time", "bm25"},
+                          "component scores (hybrid mode reports BM25)")
                     check(top["content"] == expected and top["truncated"] is False, "hit content")
                     checks += 1
 

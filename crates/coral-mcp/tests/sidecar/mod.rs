@@ -11,6 +11,10 @@ use serde_json::{Value, json};
 
 pub const CORAL: &str = env!("CARGO_BIN_EXE_coral");
 
+/// The token of the sidecars these tests start: they serve every namespace a call names
+/// (`--any-namespace`), which needs one.
+pub const TOKEN: &str = "sidecar-test-token-0123";
+
 /// A config using the hash embedder, in `dir`.
 pub fn config_in(dir: &Path) -> PathBuf {
     let config = dir.join("coral_config.json");
@@ -29,7 +33,15 @@ impl Sidecar {
         let mut child = Command::new(CORAL)
             .arg("--config")
             .arg(config)
-            .args(["-q", "http", "--port", "0"])
+            .args([
+                "-q",
+                "http",
+                "--port",
+                "0",
+                "--any-namespace",
+                "--token",
+                TOKEN,
+            ])
             .env_remove("CORAL_HTTP_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -50,6 +62,7 @@ impl Sidecar {
         let body = json!({"tool": tool, "args": args}).to_string();
         let response = match ureq::post(&self.url)
             .set("Content-Type", "application/json")
+            .set("Authorization", &format!("Bearer {TOKEN}"))
             .timeout(std::time::Duration::from_secs(30))
             .send_string(&body)
         {

@@ -7,6 +7,7 @@
 //! dotted key and the offending value. Nothing ever falls back to defaults silently. Where the
 //! files are is `paths.rs`.
 
+mod hooks;
 mod modes;
 mod paths;
 mod ranking;
@@ -21,15 +22,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use hooks::{CaptureTarget, HooksConfig};
 pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};
 pub use ranking::{HybridConfig, RETRIEVAL_MODES, RetrievalMode};
 pub use retrieval::{ANN_THRESHOLD, RetrievalConfig, RetrievalWeights, RrfWeights};
 pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
-    PathsConfig, ReloadConfig, StorageConfig, ThreadsConfig,
+    PathsConfig, PrivacyConfig, ReloadConfig, StorageConfig, ThreadsConfig,
 };
-pub use timeline::TimelineConfig;
+pub use timeline::{PinConfig, PolicyConfig, TimelineConfig};
 
 /// The whole configuration (docs/configuration.md). Unknown keys are reported by
 /// [`Config::load`].
@@ -56,6 +58,10 @@ pub struct Config {
     pub threads: ThreadsConfig,
     /// `timeline.*`
     pub timeline: TimelineConfig,
+    /// Secrets kept out of what is stored.
+    pub privacy: PrivacyConfig,
+    /// What `coral hook` does for a client.
+    pub hooks: HooksConfig,
     /// LLM endpoint for distillation.
     pub llm: LlmConfig,
     /// Directory that relative paths are resolved against (the config file's directory).
@@ -79,6 +85,8 @@ impl Default for Config {
             storage: StorageConfig::default(),
             threads: ThreadsConfig::default(),
             timeline: TimelineConfig::default(),
+            privacy: PrivacyConfig::default(),
+            hooks: HooksConfig::default(),
             llm: LlmConfig::default(),
             base_dir: PathBuf::from("."),
             data_dir_override: None,
@@ -206,8 +214,21 @@ impl Config {
 /// The dotted key and message of the error in the layer keys of a `timeline` section, if
 /// they have one.
 fn flattened_error(timeline: &Value) -> Option<(String, String)> {
-    let e = serde_path_to_error::deserialize::<_, coral_timeline::LayerSettings>(timeline).err()?;
-    Some((format!("timeline.{}", e.path()), e.into_inner().to_string()))
+    fn at<T: serde::de::DeserializeOwned>(value: &Value, prefix: &str) -> Option<(String, String)> {
+        let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
+        Some((format!("{prefix}.{}", e.path()), e.into_inner().to_string()))
+    }
+    // The nested sections are parsed only when given (a missing one takes its defaults).
+    let nested = |key: &str| timeline.get(key).filter(|v| !v.is_null());
+    at::<coral_timeline::LayerSettings>(timeline, "timeline")
+        .or_else(|| nested("pin").and_then(|v| at::<timeline::PinConfig>(v, "timeline.pin")))
+        .or_else(|| {
+            nested("policy").and_then(|v| at::<timeline::PolicyConfig>(v, "timeline.policy"))
+        })
+        .or_else(|| {
+            nested("prompt")
+                .and_then(|v| at::<coral_timeline::PromptOverrides>(v, "timeline.prompt"))
+        })
 }
 
 fn lookup<'a>(value: &'a Value, dotted: &str) -> Option<&'a Value> {

@@ -64,6 +64,7 @@ impl Config {
     pub fn thread_store_options(&self) -> coral_thread::StoreOptions {
         coral_thread::StoreOptions {
             sync: self.thread_sync_policy(),
+            redaction: coral_thread::Redaction::new(self.privacy.redact_secrets),
             ..coral_thread::StoreOptions::default()
         }
     }

@@ -261,6 +261,23 @@ impl Default for ThreadsConfig {
     }
 }
 
+/// `privacy.*` (docs/configuration.md, "Secrets")
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PrivacyConfig {
+    /// Replace API keys, tokens, private keys and passwords by a marker before a memory, a
+    /// thread step or a timeline entry is stored or embedded.
+    pub redact_secrets: bool,
+}
+
+impl Default for PrivacyConfig {
+    fn default() -> Self {
+        PrivacyConfig {
+            redact_secrets: true,
+        }
+    }
+}
+
 /// `llm.*`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

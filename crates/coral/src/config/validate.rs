@@ -104,9 +104,16 @@ impl Config {
                 coral_timeline::MAX_LIMIT
             ));
         }
+        if let Err(e) = self.timeline.policy.dispatch().validate() {
+            p.push(format!("timeline.policy.{e}"));
+        }
+        if let Err(e) = self.timeline.prompt.validate() {
+            p.push(format!("timeline.prompt.{e}"));
+        }
         if let Err(e) = coral_timeline::parse_zone(&self.timeline.timezone) {
             p.push(format!("timeline.timezone: {e}"));
         }
+        self.hooks.problems(&mut p);
         if s.wal_max_bytes < 4096 {
             p.push(format!(
                 "storage.wal_max_bytes = {} must be at least 4096",

@@ -1,4 +1,4 @@
-//! The insert path (docs/storage.md, "Inserting"): embed outside the lock, merge a
+//! The insert path (docs/storage.md, "Inserting"): secrets out, embed outside the lock, merge a
 //! near-duplicate, journal, tier checks, governance.
 
 use coral_embed::{TextFeatures, item_id, text_features, token_count};
@@ -8,13 +8,22 @@ use super::{Engine, State};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::limits::{check_importance, check_text, check_unix_time, unix_now};
-use crate::types::{Insert, InsertOptions};
+use crate::types::{Insert, InsertOptions, InsertOutcome};
 
 impl Engine {
-    /// `Coral::insert_with`: checks, features and the vector outside the lock, then the locked
-    /// part ([`State::insert`]), then governance.
+    /// `Coral::insert_with`: checks, secrets replaced by markers, features and the vector
+    /// outside the lock, then the locked part ([`State::insert`]), then governance.
     pub(crate) fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
         check_text("content", content)?;
+        // Before anything is embedded, hashed into an id or journaled (docs/configuration.md,
+        // "Secrets"). The switch follows `privacy.redact_secrets` through hot reload.
+        self.refresh_config();
+        let (content, redacted) = self.config.redaction().apply(content);
+        if !redacted.is_empty() {
+            // Markers can be longer than what they replace.
+            check_text("content with its secrets replaced", &content)?;
+        }
+        let content = content.as_ref();
         check_importance(options.importance)?;
         for (what, t) in [("timestamp", options.timestamp), ("now", options.now)] {
             if let Some(t) = t {
@@ -39,7 +48,6 @@ impl Engine {
             .embed(&[content])?
             .pop()
             .ok_or_else(|| Error::InvalidInput("the embedder returned no vector".into()))?;
-        self.refresh_config();
         let config = self.config();
         let mut engine = self.lock();
         let new = NewItem {
@@ -53,11 +61,11 @@ impl Engine {
         let project = new.project.clone();
         let outcome = engine.insert(&config, new)?;
         drop(engine);
-        let project = project.filter(|_| outcome.inserted());
+        let project = project.filter(|_| matches!(outcome, InsertOutcome::Inserted(_)));
         // The memory is durable now: a governance failure (a full disk during an eviction) is
         // reported, not returned, so a caller that retries on error never stores it twice.
         self.govern_after_change(&config, now, project.as_deref());
-        Ok(outcome)
+        Ok(Insert { outcome, redacted })
     }
 }
 
@@ -74,7 +82,7 @@ struct NewItem<'a> {
 impl State {
     /// Under the lock: refresh the same or a nearly identical hot or warm memory
     /// (set-Jaccard ≥ `memory.sim_threshold_hot`), else put a new one in the hot tier.
-    fn insert(&mut self, config: &Config, new: NewItem<'_>) -> Result<Insert> {
+    fn insert(&mut self, config: &Config, new: NewItem<'_>) -> Result<InsertOutcome> {
         let id = item_id(new.content);
         let twin = self.door.view().pool().row(&id).or_else(|| {
             self.door
@@ -89,7 +97,7 @@ impl State {
                 last_access: item.last_access.max(new.at),
             };
             self.door.commit(vec![record])?;
-            return Ok(Insert::Merged(id));
+            return Ok(InsertOutcome::Merged(id));
         }
         let item = Item {
             project: new.project,
@@ -107,6 +115,6 @@ impl State {
             vector: new.vector,
         }])?;
         self.door.remember_tokens(id, new.features.token_set);
-        Ok(Insert::Inserted(item))
+        Ok(InsertOutcome::Inserted(item))
     }
 }

@@ -24,6 +24,24 @@ impl Engine {
         query: &str,
         options: SearchOptions,
     ) -> Result<Vec<SearchHit>> {
+        self.search_counting(query, options, true)
+    }
+
+    /// `Coral::search_uncounted`: the same pass, nothing journaled.
+    pub(crate) fn search_uncounted(
+        &self,
+        query: &str,
+        options: SearchOptions,
+    ) -> Result<Vec<SearchHit>> {
+        self.search_counting(query, options, false)
+    }
+
+    fn search_counting(
+        &self,
+        query: &str,
+        options: SearchOptions,
+        count: bool,
+    ) -> Result<Vec<SearchHit>> {
         check_text("query", query)?;
         self.refresh_config();
         let config = self.config();
@@ -159,6 +177,17 @@ impl Engine {
             .collect(),
         };
         let pool = engine.door.view().pool();
+        if !count {
+            return Ok(scored
+                .iter()
+                .map(|s| SearchHit {
+                    item: pool.item(s.row).clone(),
+                    tier: pool.tier(s.row),
+                    score: s.score,
+                    scores: s.scores,
+                })
+                .collect());
+        }
         let records: Vec<Record> = scored
             .iter()
             .map(|s| {
