@@ -15,6 +15,7 @@ use crate::packages::{Package, metadata};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("coral-base", &[]),
     ("coral-score", &["coral-base"]),
+    ("coral-ann", &[]),
     ("coral-embed", &["coral-base"]),
     ("coral-store", &["coral-base"]),
     ("coral-heat", &["coral-base"]),
@@ -24,6 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "coral",
         &[
             "coral-base",
+            "coral-ann",
             "coral-score",
             "coral-embed",
             "coral-store",

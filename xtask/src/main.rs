@@ -7,6 +7,9 @@
 //!   the doc's crate list and graph against `cargo metadata`).
 //! - `stress-20k`: the 20,000-item stress run, written to
 //!   `target/coral-bench/stress-20k.json`.
+//! - `stress-1m`: a million memories with the approximate vector index (recall@10 against
+//!   exact brute force, search p50 / p99, inserts/s, reopen, peak RSS, index build time),
+//!   written to `target/coral-bench/stress-1m.json` (`--items`, `--dims`, `--queries`).
 //! - `stress-threads`: 300 threads × 20 advances in one process, then 3 OS processes × 30
 //!   advances on one thread, written to `target/coral-bench/stress-threads.json`.
 //! - `bench-servers`: MCP stdio round trip and HTTP throughput at 2,000 items.
@@ -26,6 +29,7 @@
 
 mod architecture_doc;
 mod bench_texts;
+mod browser;
 mod clients;
 mod deps;
 mod embed_bench;
@@ -36,6 +40,7 @@ mod packages;
 mod scenarios;
 mod servers;
 mod stress;
+mod stress_1m;
 mod stress_threads;
 mod test_models;
 mod use_bench;
@@ -57,6 +62,7 @@ fn main() -> Result<()> {
         "deps" => deps::check(&root()),
         "clients" => clients::check(&root()),
         "stress-20k" => stress::run(&root(), &args[1..]),
+        "stress-1m" => stress_1m::run(&root(), &args[1..]),
         "stress-threads" => stress_threads::run(&root(), &args[1..]),
         "bench" => {
             let mut a = vec!["bench", "-p", "coral-benches"];
@@ -93,6 +99,7 @@ fn print_help() {
          deps         check the crate dependency rules\n  \
          clients      check coral mcp with the Python MCP client and the MCP Inspector\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
+         stress-1m    1,000,000 items with the vector index -> target/coral-bench/stress-1m.json\n  \
          stress-threads  threads in one process and across 3 processes -> target/coral-bench/stress-threads.json\n  \
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
          bench        criterion benches: kernels and end-to-end search at 2k/20k/200k\n  \
@@ -162,6 +169,8 @@ fn ci() -> Result<()> {
     ])?;
     // `coral mcp` checked by the official Python MCP client and the MCP Inspector --strict.
     clients::check(&root())?;
+    // The dashboard's browser test drives Chromium with these npm packages.
+    browser::ensure_packages(&root())?;
     // With the ONNX runtime and test model (fetched when the environment lacks them).
     test_models::test_workspace(&root())?;
     // A short smoke run of every fuzz target (`cargo xtask fuzz` runs them for a minute each).

@@ -5,7 +5,7 @@
 //! 400 (bad JSON or arguments), 401 (token), 403 (foreign `Host` or `Origin`), 404 (unknown
 //! tool or path), 405, 413 (body over 1 MiB), 415 (body not `application/json`) or 500.
 //! Loopback by default; any other address needs a token. The browser-facing checks are
-//! `http_guard.rs`, applied to every route.
+//! `http_guard.rs`, applied to every route; `GET /` is the dashboard (`dashboard/`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -35,6 +35,8 @@ pub struct HttpOptions {
     pub port: u16,
     /// Allowed hosts and origins beyond the server's own, and the token.
     pub guard: GuardOptions,
+    /// Also print the dashboard's address on stdout once bound (`coral ui`).
+    pub print_url: bool,
 }
 
 struct AppState {
@@ -128,7 +130,7 @@ async fn rpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
 async fn not_found() -> Response {
     failure(
         StatusCode::NOT_FOUND,
-        "no such path; use POST /rpc or GET /health",
+        "no such path; use POST /rpc, GET /health or the dashboard at /",
     )
 }
 
@@ -148,9 +150,10 @@ fn router(state: Arc<AppState>, guard: Arc<Guard>) -> Router {
         .fallback(not_found)
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
-            guard,
+            Arc::clone(&guard),
             crate::http_guard::guard,
         ))
+        .merge(crate::dashboard::router(guard))
 }
 
 /// Refuse a non-loopback bind without a token.
@@ -210,7 +213,10 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
         let bound = listener.local_addr()?;
         let guard = Arc::new(Guard::new(bound, options.guard));
         println!("{}", json!({"listening": bound.to_string()}));
-        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health)");
+        errln!("coral: HTTP sidecar on http://{bound} (POST /rpc, GET /health, dashboard at /)");
+        if options.print_url {
+            println!("{}", crate::dashboard::url(bound));
+        }
         axum::serve(listener, router(state, guard))
             .with_graceful_shutdown(shutdown_signal())
             .await

@@ -21,7 +21,8 @@
 //!   tokens are compared through SHA-256 digests in constant time.
 //!
 //! Refusals are JSON, `{"ok": false, "error": "..."}`. The sidecar (`http.rs`) uses this; a
-//! dashboard or a Streamable HTTP MCP endpoint layers the same [`Guard`] on its router.
+//! Streamable HTTP MCP endpoint layers the same [`Guard`] on its router, and the dashboard's
+//! pages (`dashboard/`) pass [`Guard::check_page`] (no token: they hold no data).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -364,6 +365,19 @@ impl Guard {
             check_json(headers)?;
         }
         Ok(())
+    }
+
+    /// The checks for a page or asset that holds no data (the dashboard's HTML, script and
+    /// style): `Host` and `Origin` as for every request, but no token, since a browser cannot
+    /// attach one to a navigation; the page then sends the token with each API call.
+    pub fn check_page(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(headers)?;
+        self.check_origin(headers)
+    }
+
+    /// Whether API calls need a bearer token.
+    pub fn needs_token(&self) -> bool {
+        self.options.has_token()
     }
 
     fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {

@@ -38,6 +38,7 @@ macro_rules! errln {
     }};
 }
 
+mod dashboard;
 pub mod http;
 pub mod http_guard;
 pub mod mcp;

@@ -13,6 +13,7 @@ const CORAL: &str = env!("CARGO_BIN_EXE_coral");
 /// The tools a client may keep in a read-only mode.
 const READ_ONLY: &[&str] = &[
     "memory_search",
+    "memory_list",
     "coral_stats",
     "thread_status",
     "coral_config_get",

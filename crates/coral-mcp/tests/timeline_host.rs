@@ -246,13 +246,20 @@ fn every_timeline_tool_takes_timezone_and_names_the_zone_it_answers_in() {
         ("timeline_history", json!({})),
         ("timeline_recover", json!({})),
         ("timeline_forgotten", json!({})),
+        ("timeline_conversations", json!({})),
     ] {
         let mut args = zoned(extra);
-        if tool == "timeline_forgotten" {
+        if matches!(tool, "timeline_forgotten" | "timeline_conversations") {
             args.as_object_mut().unwrap().remove("conversation_id");
         }
         let reply = call(&coral, tool, args);
         assert_eq!(reply["timezone"], "Asia/Shanghai", "{tool}: {reply}");
+        if tool == "timeline_conversations" {
+            // The turn began at 1_796_000_000 = 2026-11-30 00:53:20 UTC.
+            let first = &reply["conversations"][0];
+            assert_eq!(first["first_at"], 1_796_000_000.0, "{reply}");
+            assert_eq!(first["first_local"], "2026-11-30 08:53", "{reply}");
+        }
     }
     // One zone per reply: the card's time and the entry's time agree, in the zone named.
     for zone in ["Asia/Shanghai", "UTC"] {

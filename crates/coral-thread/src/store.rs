@@ -116,6 +116,13 @@ impl ThreadStore {
         self.shared.lock_state().set.len()
     }
 
+    /// Threads in the file now (archived included): what [`ThreadStore::len`] counts after
+    /// catching up with other processes' changes (an `fstat`, and a read only when the file
+    /// changed).
+    pub fn count(&self) -> Result<usize> {
+        self.shared.read(|set| Ok(set.len()))
+    }
+
     /// True when there are no threads.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

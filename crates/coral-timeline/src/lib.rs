@@ -70,6 +70,7 @@ mod cache;
 mod check;
 mod compact;
 mod context;
+mod conversations;
 mod cursor;
 mod entry;
 mod error;
@@ -120,6 +121,7 @@ pub use browse::{
 };
 pub use check::Problem;
 pub use context::{CONTEXT_HEADER, Context, ContextRequest};
+pub use conversations::Conversation;
 pub use entry::{
     EntryInput, EntryRef, MAX_KIND_CHARS, MAX_TEXT_BYTES, Origin, TurnRole, check_kind,
     tool_segment,

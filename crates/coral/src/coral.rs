@@ -19,6 +19,7 @@ use crate::engine::quota::disk_usage;
 use crate::engine::reembed::ReembedReport;
 use crate::error::{Error, Result};
 use crate::limits::{check_importance, unix_now};
+use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
@@ -234,6 +235,13 @@ impl Coral {
             .ok_or_else(|| Error::NotFound(id.into()))
     }
 
+    /// One page of the stored memories, filtered and ordered ([`ListQuery`]). Nothing is
+    /// counted as an access; other processes' writes are caught up with first.
+    pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
+        let engine = self.engine.lock();
+        list_page(engine.door.view().pool(), query)
+    }
+
     /// Every memory, oldest first.
     pub fn export(&self) -> Vec<Memory> {
         let engine = self.engine.lock();
@@ -280,6 +288,21 @@ impl Coral {
         self.engine.reembed(progress)
     }
 
+    /// Make the approximate vector index ready now (docs/ann.md) instead of at the first
+    /// search that needs it: loaded from `coral_ann.idx` and caught up with the pool, or, when
+    /// that file is missing, damaged or of another embedder, built from the pool with
+    /// `progress(done, total)`. Works whatever the pool's size (`retrieval.ann_threshold` only
+    /// decides when searches use it).
+    pub fn prepare_vector_index(
+        &self,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<crate::VectorIndexReport> {
+        let mut engine = self.engine.lock();
+        Ok(engine
+            .door
+            .prepare_vectors(self.engine.embedder.name(), &mut progress))
+    }
+
     // Governance.
 
     /// Distil now with a given client (tests and tools inject their own), whatever the
@@ -303,7 +326,11 @@ impl Coral {
 
     /// Counters (O(1)).
     pub fn stats(&self) -> Stats {
-        self.engine.stats(self.threads.len())
+        // Another process (`coral thread ...`, a second server) may have changed the file. When
+        // it cannot be read now, the count this process holds is still true for it, and the
+        // thread tools report the read error.
+        let threads = self.threads.count().unwrap_or_else(|_| self.threads.len());
+        self.engine.stats(threads)
     }
 
     /// Disk usage by file and against the budget.

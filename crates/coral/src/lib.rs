@@ -26,6 +26,7 @@ mod engine;
 mod error;
 mod governance;
 mod limits;
+mod list;
 mod live_config;
 mod models;
 mod reload;
@@ -39,8 +40,8 @@ mod types;
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
 pub use config::THREADS_FILE;
 pub use config::{
-    CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig, HeatConfig,
-    HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
+    ANN_THRESHOLD, CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig,
+    HeatConfig, HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
     ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
     ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
     SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
@@ -71,10 +72,12 @@ pub use engine::guard::{
     Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
 };
 pub use engine::reembed::{ReembedCheck, ReembedReport};
+pub use engine::vector_index::VectorIndexReport;
 pub use engine::vectors::{OPEN_RECOMPUTE_LIMIT, vector_meta_path};
 pub use error::{Error, Result};
 pub use governance::GovernanceStats;
 pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
+pub use list::{ListOrder, ListPage, ListQuery, MAX_LIST_LIMIT};
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};

@@ -78,7 +78,7 @@ pub use coral_timeline::{
     Repair as TimelineRepair, Reply, RetrieveHit, RetrieveRequest, RetrieveResult, Retrieved,
     SettledResult, SettlementReport, SummaryCard, SummaryLayer, SummaryLlm, TextEmbedder, TimeHint,
     TimeRange, TimelinePage, ToolExchange, TurnHandle, TurnRole, TurnStatus, TurnView, UnitView,
-    View, parse_zone,
+    View, minute_label, parse_zone,
 };
 /// The timeline crate's items the interface crate's tools use under their own names.
 pub use coral_timeline::{

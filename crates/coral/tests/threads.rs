@@ -279,3 +279,17 @@ fn threads_open_without_the_memory_store() {
     let v = threads.status(Some(&t.thread_id), false, None).unwrap();
     assert_eq!(&*v.views()[0].steps[0].text, "server side");
 }
+
+#[test]
+fn stats_count_the_threads_another_process_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let coral = open(config(dir.path()));
+    assert_eq!(coral.stats().threads, 0);
+    // Another writer of the same threads file (what `coral thread create` is while a server
+    // runs): its thread is written when its store flushes.
+    let other = open_threads(&config(dir.path())).unwrap();
+    other.create("made elsewhere", None, None, None).unwrap();
+    other.flush().unwrap();
+    assert_eq!(coral.stats().threads, 1, "the server's stats saw the file");
+    assert_eq!(coral.report().stats.threads, 1);
+}

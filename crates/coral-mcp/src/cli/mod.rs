@@ -79,8 +79,35 @@ pub enum Command {
         #[command(flatten)]
         scope: serve_scope::ServeScope,
     },
-    /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health.
+    /// Serve the same tools over HTTP: POST /rpc {"tool", "args"}, GET /health, and the
+    /// dashboard at / (docs/dashboard.md).
     Http {
+        /// Address to bind (anything but loopback requires a token).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one; the bound address is printed as JSON on stdout).
+        #[arg(long, default_value_t = 8765)]
+        port: u16,
+        /// Bearer token required on every request, at least 16 visible ASCII characters
+        /// (default: $CORAL_HTTP_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+        /// Also answer requests whose Host header is this name (`name` for any port, or
+        /// `name:port`), e.g. behind a reverse proxy; repeatable. Loopback names and the bound
+        /// address are always allowed.
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Also serve browser pages from this origin (`https://app.example.com`, or `null`);
+        /// repeatable. Coral's own origins (http://127.0.0.1:PORT, http://localhost:PORT) are
+        /// always allowed, every other page is refused.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Which timeline namespace (the default user unless told otherwise).
+        #[command(flatten)]
+        scope: serve_scope::ServeScope,
+    },
+    /// Start the HTTP server and print the dashboard's address to open in a browser.
+    Ui {
         /// Address to bind (anything but loopback requires a token).
         #[arg(long, default_value = "127.0.0.1")]
         host: std::net::IpAddr,
@@ -280,6 +307,14 @@ pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
             allowed_hosts,
             allowed_origins,
             scope,
+        }
+        | Command::Ui {
+            host,
+            port,
+            token,
+            allowed_hosts,
+            allowed_origins,
+            scope,
         } => serve::http(
             cli,
             serve::Net {
@@ -290,6 +325,7 @@ pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
                 allowed_origins,
             },
             scope,
+            matches!(command, Command::Ui { .. }),
         ),
         Command::PluginJs { url, token } => serve::plugin_js(url, token),
         Command::Config { command } => config::run(cli, command),

@@ -34,10 +34,17 @@ pub(crate) fn mcp_http(cli: &Globals, net: Net, scope: &ServeScope) -> Result<u8
     Ok(0)
 }
 
-/// `coral http`: serve the tools over HTTP (docs/servers.md); serving more than one namespace
-/// needs a token.
-pub(crate) fn http(cli: &Globals, net: Net, scope: &ServeScope) -> Result<u8, Failure> {
-    let options = http_options(&net)?;
+/// `coral http` (and `coral ui`, which also prints the dashboard's address): serve the tools
+/// over HTTP (docs/servers.md) and the dashboard (docs/dashboard.md); serving more than one
+/// namespace needs a token.
+pub(crate) fn http(
+    cli: &Globals,
+    net: Net,
+    scope: &ServeScope,
+    print_url: bool,
+) -> Result<u8, Failure> {
+    let mut options = http_options(&net)?;
+    options.print_url = print_url;
     let registry = scope
         .http_registry(&load_config(cli)?, options.guard.has_token())
         .map_err(usage)?;
@@ -65,6 +72,7 @@ fn http_options(net: &Net) -> Result<http::HttpOptions, Failure> {
         port: net.port,
         guard: http_guard::GuardOptions::new(net.allowed_hosts, net.allowed_origins, token)
             .map_err(usage)?,
+        print_url: false,
     };
     http::check_bind(&options).map_err(|e| Failure { code: 2, error: e })?;
     Ok(options)

@@ -82,6 +82,7 @@ pub(super) fn builtin(name: &str) -> Option<Annotations> {
         "memory_flush" => A::additive("Write a checkpoint / 写入检查点", true),
         "memory_delete" => A::destructive("Delete a memory / 删除记忆", true),
         "memory_mark_important" => A::destructive("Set importance / 设置重要度", true),
+        "memory_list" => A::read_only("List memories / 列出记忆"),
         "coral_stats" => A::read_only("Memory statistics / 记忆统计"),
         "thread_create" => A::additive("Create a thread / 创建线程", false),
         "thread_status" => A::read_only("Thread overview / 线程概览"),
@@ -100,6 +101,11 @@ pub(super) fn builtin(name: &str) -> Option<Annotations> {
         "browse_memory" => A::read_only("Browse summaries / 浏览摘要"),
         "read_timeline" => A::read_only("Read the timeline / 阅读时间线"),
         "timeline_context" => A::read_only("Memory context / 记忆上下文"),
+        "timeline_conversations" => A::read_only("List conversations / 列出会话"),
+        "timeline_surface" => A::read_only("Model-visible surface / 模型可见消息"),
+        // Forgetting removes bodies for good; forgetting the same thing again finds nothing.
+        "timeline_forget" => A::destructive("Forget timeline entries / 定向遗忘", true),
+        "timeline_forgotten" => A::read_only("What was forgotten / 遗忘记录"),
         "timeline_compact" => Annotations {
             open_world: true,
             ..A::additive("Compact the timeline / 压缩时间线", true)
@@ -118,10 +124,6 @@ pub(super) fn builtin(name: &str) -> Option<Annotations> {
         "timeline_history" => A::read_only("Model-visible history / 可见历史"),
         "timeline_metrics" => A::read_only("Timeline metrics / 时间线统计"),
         "timeline_recover" => A::destructive("Recover open turns / 恢复遗留轮次", true),
-        "timeline_surface" => A::read_only("Model-visible surface / 模型可见内容"),
-        // Forgetting removes text for good; asking again forgets nothing more.
-        "timeline_forget" => A::destructive("Forget timeline text / 定向遗忘", true),
-        "timeline_forgotten" => A::read_only("What was forgotten / 遗忘记录"),
         _ => return None,
     })
 }

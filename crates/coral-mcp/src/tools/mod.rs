@@ -9,6 +9,7 @@
 mod annotations;
 mod config;
 mod memory;
+mod memory_list;
 mod scope;
 mod threads;
 mod timeline;
@@ -285,6 +286,7 @@ pub fn tools() -> &'static [ToolDef] {
         let mut all: Vec<ToolDef> = Vec::new();
         for group in [
             memory::TOOLS,
+            memory_list::TOOLS,
             threads::TOOLS,
             config::TOOLS,
             timeline::model_tools(),

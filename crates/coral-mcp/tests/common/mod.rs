@@ -150,6 +150,36 @@ pub fn cases() -> Vec<Case> {
             Err("unknown argument"),
         ),
         case(
+            "memory_list",
+            json!({"order": "importance", "limit": 1}),
+            Ok(|r| {
+                r["total"] == 2
+                    && r["matched"] == 2
+                    && r["next_offset"] == 1
+                    && r["items"][0]["id"] == COFFEE_ID
+                    && r["items"][0]["importance"] == 0.9
+                    && r["projects"]["docs"] == 1
+            }),
+        ),
+        case(
+            "memory_list",
+            json!({"project": "docs", "tier": "hot"}),
+            Ok(|r| {
+                r["matched"] == 1 && r["next_offset"].is_null() && r["items"][0]["tier"] == "hot"
+            }),
+        ),
+        case(
+            "memory_list",
+            json!({"tier": "lukewarm"}),
+            Err("tier \"lukewarm\" is not hot, warm or cold"),
+        ),
+        case(
+            "memory_list",
+            json!({"order": "random"}),
+            Err("order \"random\" is not one of newest"),
+        ),
+        case("memory_list", json!({"limit": 201}), Err("from 1 to 200")),
+        case(
             "memory_flush",
             json!({}),
             Ok(|r| r["flushed"] == true && r["stats"]["total"] == 2),

@@ -26,7 +26,7 @@ pub use hooks::{CaptureTarget, HooksConfig};
 pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};
 pub use ranking::{HybridConfig, RETRIEVAL_MODES, RetrievalMode};
-pub use retrieval::{RetrievalConfig, RetrievalWeights, RrfWeights};
+pub use retrieval::{ANN_THRESHOLD, RetrievalConfig, RetrievalWeights, RrfWeights};
 pub use sections::{
     EmbeddingConfig, HeatConfig, HeatWeightsConfig, LlmConfig, MemoryConfig, ParallelismConfig,
     PathsConfig, PrivacyConfig, ReloadConfig, StorageConfig, ThreadsConfig,

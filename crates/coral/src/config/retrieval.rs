@@ -94,7 +94,16 @@ pub struct RetrievalConfig {
     pub bm25_last_line_boost: f64,
     /// Weights and bounds of the hybrid mode (and the timeline's retrieval).
     pub hybrid: HybridConfig,
+    /// Searchable items from which the vector ranking of `"hybrid"` and `"rrf"` uses the
+    /// approximate index instead of one exact pass (docs/ann.md); 0 never uses it.
+    pub ann_threshold: usize,
+    /// Candidates the approximate index keeps per search, re-ranked by their exact cosine
+    /// (at least the ranking's depth, 100).
+    pub ann_ef: usize,
 }
+
+/// The default `retrieval.ann_threshold` (docs/ann.md, "Threshold": the measured crossover).
+pub const ANN_THRESHOLD: usize = 50_000;
 
 impl Default for RetrievalConfig {
     fn default() -> Self {
@@ -109,6 +118,8 @@ impl Default for RetrievalConfig {
             rrf_weights: RrfWeights::default(),
             bm25_last_line_boost: 1.0,
             hybrid: HybridConfig::default(),
+            ann_threshold: ANN_THRESHOLD,
+            ann_ef: 160,
         }
     }
 }

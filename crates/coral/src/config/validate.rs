@@ -44,6 +44,7 @@ impl Config {
             0.0,
             1000.0,
         );
+        finite("retrieval.ann_ef", r.ann_ef as f64, 1.0, 4096.0);
         let h = &self.heat;
         finite("heat.weights.frequency", h.weights.frequency, -1e6, 1e6);
         finite("heat.weights.recency", h.weights.recency, -1e6, 1e6);

@@ -2,14 +2,17 @@
 //! (no other code can reach it mutably) and the indexes derived from the pool, and keeps them in
 //! step with every commit and with what other processes wrote.
 //!
-//! Derived state kept here: the BM25 index of `retrieval.mode = "rrf"` (`keyword_index.rs`)
-//! and the memo of hot and warm token sets behind the near-duplicate test (`token_sets.rs`).
+//! Derived state kept here: the BM25 index of `retrieval.mode = "rrf"` (`keyword_index.rs`),
+//! the approximate vector index of large pools (`vector_index.rs`, saved beside the data at
+//! checkpoints) and the memo of hot and warm token sets behind the near-duplicate test
+//! (`token_sets.rs`).
 //! Reads go through [`Door::view`], a shared borrow of the store: its API changes nothing.
 
 use coral_store::{Closed, Record, Store, SyncOutcome, VectorMeta};
 
 use super::keyword_index::KeywordIndex;
 use super::token_sets::TokenSets;
+use super::vector_index::{VectorIndex, VectorIndexReport};
 use crate::error::Result;
 
 /// The memory store behind its one commit door.
@@ -17,6 +20,11 @@ pub(crate) struct Door {
     store: Store,
     /// BM25 index of the pool for the hybrid and rrf modes; `None` until a search needs it.
     keywords: Option<KeywordIndex>,
+    /// Approximate index of the vectors; `None` until a search of a large pool needs it.
+    vectors: Option<VectorIndex>,
+    /// Why the vector index could not be saved at the last checkpoint (it is rebuilt or
+    /// caught up at the next load; nothing is lost).
+    pub(crate) vector_save_error: Option<String>,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
     tokens: TokenSets,
 }
@@ -27,6 +35,8 @@ impl Door {
         Door {
             store,
             keywords: None,
+            vectors: None,
+            vector_save_error: None,
             tokens: TokenSets::default(),
         }
     }
@@ -42,8 +52,8 @@ impl Door {
     pub(crate) fn commit(&mut self, records: Vec<Record>) -> Result<()> {
         // Touches, moves and importance changes leave an item's text and presence alone, which
         // is all the keyword index holds.
-        let changed: Vec<String> = match self.keywords {
-            Some(_) => records
+        let changed: Vec<String> = match self.keywords.is_some() || self.vectors.is_some() {
+            true => records
                 .iter()
                 .filter(|r| {
                     !matches!(
@@ -53,7 +63,7 @@ impl Door {
                 })
                 .filter_map(|r| r.id().map(String::from))
                 .collect(),
-            None => Vec::new(),
+            false => Vec::new(),
         };
         for record in &records {
             self.tokens.follow(record);
@@ -62,6 +72,9 @@ impl Door {
         // Also on failure: the sync looks at what the pool holds, whatever happened.
         if let Some(keywords) = &mut self.keywords {
             keywords.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
+        }
+        if let Some(vectors) = &mut self.vectors {
+            vectors.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
         }
         result?;
         Ok(())
@@ -79,10 +92,18 @@ impl Door {
                 if let Some(keywords) = &mut self.keywords {
                     keywords.sync_ids(self.store.pool(), ids.iter().map(String::as_str));
                 }
+                if let Some(vectors) = &mut self.vectors {
+                    vectors.sync_ids(self.store.pool(), ids.iter().map(String::as_str));
+                }
             }
             SyncOutcome::Reloaded => {
                 self.tokens.clear();
                 self.keywords = None;
+                // Rows were renumbered by the reload; ids and vectors mostly did not change:
+                // check every item rather than build the graph again.
+                if let Some(vectors) = &mut self.vectors {
+                    vectors.reconcile(self.store.pool());
+                }
             }
             _ => {}
         }
@@ -94,10 +115,14 @@ impl Door {
         self.store.release();
     }
 
-    /// Set the vector of a row (derived data: re-embedding, filling in missing vectors). The
-    /// indexes hold no vectors.
+    /// Set the vector of a row (derived data: re-embedding, filling in missing vectors); the
+    /// vector index follows.
     pub(crate) fn set_vector(&mut self, row: u32, vector: &[f32]) -> bool {
-        self.store.set_vector(row, vector)
+        let set = self.store.set_vector(row, vector);
+        if set && let Some(vectors) = &mut self.vectors {
+            vectors.vector_set(self.store.pool(), row);
+        }
+        set
     }
 
     /// Record which embedder made the vectors (`coral_vectors.meta.json`).
@@ -105,9 +130,27 @@ impl Door {
         Ok(self.store.set_vector_meta(meta)?)
     }
 
-    /// Rewrite the compatible files and start a fresh journal (no item changes).
+    /// Rewrite the compatible files and start a fresh journal (no item changes), then save the
+    /// vector index if it changed.
     pub(crate) fn checkpoint(&mut self) -> Result<()> {
-        Ok(self.store.checkpoint()?)
+        self.store.checkpoint()?;
+        self.save_vectors();
+        Ok(())
+    }
+
+    /// Saves the vector index beside the data if it changed. A failure is kept in
+    /// `vector_save_error` and costs only time: the next load catches the file up or rebuilds.
+    fn save_vectors(&mut self) {
+        if self.store.read_only().is_some() {
+            return;
+        }
+        if let Some(vectors) = &mut self.vectors {
+            let dir = self.store.paths().dir.clone();
+            self.vector_save_error = vectors
+                .save_if_changed(&dir)
+                .err()
+                .map(|e| format!("the vector index was not saved: {e}"));
+        }
     }
 
     /// Trim the archive file to at most `max_bytes` (the archive is not searched or indexed).
@@ -115,8 +158,9 @@ impl Door {
         Ok(self.store.trim_archive(max_bytes)?)
     }
 
-    /// Checkpoint and release the data directory.
-    pub(crate) fn close(self) -> Result<Closed> {
+    /// Save the vector index, checkpoint and release the data directory.
+    pub(crate) fn close(mut self) -> Result<Closed> {
+        self.save_vectors();
         Ok(self.store.close()?)
     }
 
@@ -131,6 +175,71 @@ impl Door {
             keywords.reconcile(pool);
         }
         (keywords, &self.store)
+    }
+
+    /// Makes the vector index of the pool for `embedder`'s vectors ready: loaded from its file
+    /// (and caught up with the pool) or built (reporting `progress(done, total)`) when there is
+    /// none, then repaired if its fingerprint disagrees with the pool. No index when the pool
+    /// has no vectors.
+    pub(crate) fn prepare_vectors(
+        &mut self,
+        embedder: &str,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> VectorIndexReport {
+        let mut report = VectorIndexReport::default();
+        if self
+            .vectors
+            .as_ref()
+            .is_some_and(|v| v.embedder() != embedder)
+        {
+            self.vectors = None;
+        }
+        let pool = self.store.pool();
+        if self.vectors.is_none() {
+            self.vectors = match VectorIndex::load(&self.store.paths().dir, pool, embedder) {
+                Some((index, repaired)) => {
+                    report.loaded = true;
+                    report.repaired = repaired;
+                    Some(index)
+                }
+                None => VectorIndex::build(pool, embedder, progress),
+            };
+        }
+        if let Some(vectors) = &mut self.vectors
+            && !vectors.matches(pool)
+        {
+            vectors.reconcile(pool);
+        }
+        report.vectors = self.vectors.as_ref().map_or(0, VectorIndex::vectors);
+        report
+    }
+
+    /// The keyword index (built or repaired first) and, when `vectors_for` names the
+    /// embedder, the vector index (made ready first), with the store they index.
+    pub(crate) fn indexes(
+        &mut self,
+        vectors_for: Option<&str>,
+    ) -> (&KeywordIndex, Option<&VectorIndex>, &Store) {
+        if let Some(embedder) = vectors_for {
+            self.prepare_vectors(embedder, &mut |_, _| {});
+        }
+        self.keywords();
+        let keywords = self.keywords.as_ref().expect("just built");
+        let vectors = vectors_for.and(self.vectors.as_ref());
+        (keywords, vectors, &self.store)
+    }
+
+    /// Save and forget the vector index (weighted mode uses none); a later large search
+    /// loads it again.
+    pub(crate) fn drop_vectors(&mut self) {
+        self.save_vectors();
+        self.vectors = None;
+    }
+
+    /// The vector index as it is, not repaired (tests check it was kept in step).
+    #[cfg(test)]
+    pub(crate) fn vector_index(&self) -> Option<&VectorIndex> {
+        self.vectors.as_ref()
     }
 
     /// Forget the keyword index (weighted mode needs none; the other modes build it again).

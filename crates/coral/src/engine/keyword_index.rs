@@ -61,15 +61,10 @@ impl KeywordIndex {
     }
 
     /// Whether the index holds the same ids as `pool`, by count and by the wrapping sum of
-    /// their tie-break keys: O(pool) additions, no hashing. A mismatch means some change
-    /// reached the store without passing through the commit door.
+    /// their tie-break keys (`Pool::key_sum`, O(1)). A mismatch means some change reached the
+    /// store without passing through the commit door.
     pub(crate) fn matches(&self, pool: &Pool) -> bool {
-        self.slots.len() == pool.len()
-            && pool
-                .tiebreaks()
-                .iter()
-                .fold(0u64, |sum, &k| sum.wrapping_add(k))
-                == self.key_sum
+        self.slots.len() == pool.len() && pool.key_sum() == self.key_sum
     }
 
     /// Brings `ids` in line with the pool: each is removed, and indexed again if the pool
@@ -195,6 +190,22 @@ impl KeywordIndex {
             .filter(near)
             .map(|e| e.2);
         [before, after]
+    }
+
+    /// Slots of the items created in `start..end`, newest first by millisecond, each with its
+    /// millisecond key; the range is widened by a millisecond on each side, so the caller
+    /// checks exact times. O(log n + items returned), not a pass over the pool.
+    pub(crate) fn created_between(
+        &self,
+        start: f64,
+        end: f64,
+    ) -> impl Iterator<Item = (i64, u32)> + '_ {
+        let lo = time_key(start).saturating_sub(1);
+        let hi = time_key(end).saturating_add(1).max(lo);
+        self.by_time
+            .range((lo, 0, 0)..=(hi, u64::MAX, u32::MAX))
+            .rev()
+            .map(|e| (e.0, e.2))
     }
 
     /// The share of the query's term weight an item matches (`Bm25Index::coverage_of`), by

@@ -22,6 +22,7 @@ mod search_hybrid;
 mod search_rrf;
 mod stats;
 mod token_sets;
+pub(crate) mod vector_index;
 pub(crate) mod vectors;
 
 use std::collections::BTreeMap;

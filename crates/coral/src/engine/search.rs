@@ -10,6 +10,7 @@ use roaring::RoaringBitmap;
 use super::Engine;
 use super::search_hybrid::HybridQuery;
 use super::search_rrf::{Fused, RrfQuery};
+use super::vector_index::AnnUse;
 use crate::config::RetrievalMode;
 use crate::error::{Error, Result};
 use crate::limits::{MAX_TOP_K, check_text, check_unix_time, unix_now};
@@ -83,20 +84,31 @@ impl Engine {
         if mode == RetrievalMode::Weighted {
             // Weighted mode needs no keyword index: free it (the other modes build it again).
             engine.door.drop_keywords();
+            engine.door.drop_vectors();
         }
         let pool = engine.door.view().pool();
         let r = &config.retrieval;
         let allow = pool.cold_filter(r.include_cold, config.memory.cold_scan_lines);
-        let boosted = project.map(|p| {
-            (0..pool.len() as u32)
-                .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
-                .collect::<RoaringBitmap>()
-        });
+        // Weighted mode's scan takes the boosted rows as a set (it visits every row anyway);
+        // the other modes ask per candidate, so that a large pool is not walked for it.
+        let boosted = project
+            .filter(|_| mode == RetrievalMode::Weighted)
+            .map(|p| {
+                (0..pool.len() as u32)
+                    .filter(|&row| pool.item(row).project.as_deref().is_none_or(|ip| ip == p))
+                    .collect::<RoaringBitmap>()
+            });
+        let project_boost = project.map(|p| (p, r.project_boost));
         // Vectors another model made are not comparable with the query's (docs/embeddings.md,
         // "Changing models").
         let vector = (vector.len() == pool.dim() && engine.vectors_disabled.is_none())
             .then_some(vector.as_slice());
         let boost = boosted.as_ref().map(|b| (b, r.project_boost));
+        let ann = AnnUse {
+            embedder: self.embedder.name(),
+            threshold: r.ann_threshold,
+            ef: r.ann_ef,
+        };
         let scored: Vec<Fused> = match (mode, &keywords) {
             (RetrievalMode::Hybrid, Some(keywords)) => engine.search_hybrid(&HybridQuery {
                 vector,
@@ -111,7 +123,8 @@ impl Engine {
                 min_score,
                 k,
                 allow: allow.as_ref(),
-                boost,
+                boost: project_boost,
+                ann,
             }),
             (_, Some(keywords)) => engine.search_rrf(&RrfQuery {
                 vector,
@@ -123,7 +136,8 @@ impl Engine {
                 min_score,
                 k,
                 allow: allow.as_ref(),
-                boost,
+                boost: project_boost,
+                ann,
             }),
             (_, None) => scan(
                 &coral_score::ScanRows {

@@ -27,6 +27,7 @@ use roaring::RoaringBitmap;
 
 use super::State;
 use super::search_rrf::{Fused, RRF_DEPTH};
+use super::vector_index::AnnUse;
 use crate::types::Scores;
 
 /// What a hybrid search looks for.
@@ -45,18 +46,31 @@ pub(crate) struct HybridQuery<'a> {
     pub(crate) min_score: f64,
     pub(crate) k: usize,
     pub(crate) allow: Option<&'a RoaringBitmap>,
-    pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
+    /// The query's project and its boost: its items and shared ones are boosted.
+    pub(crate) boost: Option<(&'a str, f64)>,
+    /// The approximate vector index for large pools (docs/ann.md).
+    pub(crate) ann: AnnUse<'a>,
 }
 
 impl State {
     /// The best `query.k` rows by hybrid score, best first.
     pub(crate) fn search_hybrid(&mut self, query: &HybridQuery) -> Vec<Fused> {
         let depth = RRF_DEPTH.max(query.k);
-        // The index is built or repaired first, so that it matches the pool.
-        let (keywords, store) = self.door.keywords();
-        let pool = store.pool();
         let p = &query.params;
-        let population = query.allow.map_or(pool.len() as u64, RoaringBitmap::len);
+        let (pool_len, population) = {
+            let pool = self.door.view().pool();
+            let all = pool.len() as u64;
+            (pool.len(), query.allow.map_or(all, RoaringBitmap::len))
+        };
+        let votes = query
+            .vector
+            .filter(|v| v.len() == self.door.view().pool().dim() && p.vector > 0.0)
+            .is_some();
+        let approximate = votes && query.ann.applies(population, pool_len);
+        // The indexes are built or repaired first, so that they match the pool.
+        let (keywords, vectors, store) =
+            self.door.indexes(approximate.then_some(query.ann.embedder));
+        let pool = store.pool();
 
         // BM25 by slot with neighbouring context, and its spread over every searchable item.
         let raw = if p.bm25 > 0.0 {
@@ -91,8 +105,18 @@ impl State {
             .vector
             .filter(|v| v.len() == pool.dim() && p.vector > 0.0);
         let empty: Bitmap = [0; BITMAP_WORDS];
-        let lists = match vector {
-            Some(v) => rank_lists(
+        let lists = match (vector, vectors) {
+            // Above `retrieval.ann_threshold`: the graph's candidates, re-ranked exactly, and
+            // the spread from a sample (docs/ann.md).
+            (Some(v), Some(index)) => {
+                let (vector, vector_spread) = index.rank(pool, v, depth, query.ann.ef, query.allow);
+                coral_score::Rankings {
+                    vector,
+                    jaccard: Vec::new(),
+                    vector_spread,
+                }
+            }
+            (Some(v), None) => rank_lists(
                 &coral_score::ScanRows {
                     dim: pool.dim(),
                     vectors: pool.vectors(),
@@ -109,7 +133,7 @@ impl State {
                     allow: query.allow,
                 },
             ),
-            None => Default::default(),
+            (None, _) => Default::default(),
         };
         let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
         let coverage = keywords.coverage_of(pool, query.keywords, query.question);
@@ -130,13 +154,29 @@ impl State {
         // A time-shaped query: what happened in its window is a candidate too.
         if let Some(window) = &query.window {
             let known: std::collections::HashSet<u32> = fused.iter().map(|f| f.0).collect();
-            let mut inside: Vec<u32> = (0..pool.len() as u32)
-                .filter(|&r| {
-                    allowed(r)
-                        && !known.contains(&r)
-                        && window.contains(pool.timestamps()[r as usize])
-                })
-                .collect();
+            // From the index's creation-time order, not a pass over the pool: every candidate
+            // down to the millisecond of the `depth`-th (so that ties and sub-millisecond
+            // order come out as an exact sort would).
+            let mut inside: Vec<u32> = Vec::new();
+            let mut boundary = i64::MIN;
+            for (ms, slot) in keywords.created_between(window.start, window.end) {
+                if inside.len() >= depth && ms < boundary {
+                    break;
+                }
+                let Some(r) = keywords.row_of(pool, slot) else {
+                    continue;
+                };
+                if allowed(r)
+                    && !known.contains(&r)
+                    && window.contains(pool.timestamps()[r as usize])
+                {
+                    inside.push(r);
+                    if inside.len() == depth {
+                        boundary = ms;
+                    }
+                }
+            }
+            inside.sort_unstable();
             // The newest first, at most `depth`.
             inside.sort_by(|&a, &b| {
                 pool.timestamps()[b as usize].total_cmp(&pool.timestamps()[a as usize])
@@ -149,7 +189,7 @@ impl State {
             let r = row as usize;
             let item = pool.item(row);
             let boosted = match query.boost {
-                Some((set, amount)) if set.contains(row) => relevance * (1.0 + amount),
+                Some((project, amount)) if in_project(item, project) => relevance * (1.0 + amount),
                 _ => relevance,
             };
             let recency = time_decay(query.now - pool.timestamps()[r], query.tau_days);
@@ -200,4 +240,9 @@ impl State {
             })
             .collect()
     }
+}
+
+/// Whether a search of `project` boosts `item`: the project's own items and shared ones.
+pub(crate) fn in_project(item: &coral_store::Item, project: &str) -> bool {
+    item.project.as_deref().is_none_or(|p| p == project)
 }

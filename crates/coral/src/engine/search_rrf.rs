@@ -31,6 +31,7 @@ use coral_score::{
 use roaring::RoaringBitmap;
 
 use super::State;
+use super::vector_index::AnnUse;
 use crate::types::Scores;
 
 /// The reciprocal-rank constant (the usual 60; docs/configuration.md, "Retrieval modes").
@@ -51,7 +52,10 @@ pub(crate) struct RrfQuery<'a> {
     pub(crate) min_score: f64,
     pub(crate) k: usize,
     pub(crate) allow: Option<&'a RoaringBitmap>,
-    pub(crate) boost: Option<(&'a RoaringBitmap, f64)>,
+    /// The query's project and its boost: its items and shared ones are boosted.
+    pub(crate) boost: Option<(&'a str, f64)>,
+    /// The approximate vector index for large pools (docs/ann.md).
+    pub(crate) ann: AnnUse<'a>,
 }
 
 /// One fused hit: pool row, fused score, components.
@@ -65,8 +69,17 @@ impl State {
     /// The best `query.k` rows by reciprocal-rank fusion, best first.
     pub(crate) fn search_rrf(&mut self, query: &RrfQuery) -> Vec<Fused> {
         let depth = RRF_DEPTH.max(query.k);
-        // The index is built or repaired first, so that it matches the pool.
-        let (keywords, store) = self.door.keywords();
+        let [vector_weight, jaccard_weight, bm25_weight] = query.weights;
+        let approximate = {
+            let pool = self.door.view().pool();
+            let population = query.allow.map_or(pool.len() as u64, RoaringBitmap::len);
+            vector_weight > 0.0
+                && query.vector.is_some_and(|v| v.len() == pool.dim())
+                && query.ann.applies(population, pool.len())
+        };
+        // The indexes are built or repaired first, so that they match the pool.
+        let (keywords, vectors, store) =
+            self.door.indexes(approximate.then_some(query.ann.embedder));
         let pool = store.pool();
         let score_pool = coral_score::ScanRows {
             dim: pool.dim(),
@@ -76,28 +89,47 @@ impl State {
             tiebreak: pool.tiebreaks(),
         };
         let vector = query.vector.filter(|v| v.len() == pool.dim());
-        let [vector_weight, jaccard_weight, bm25_weight] = query.weights;
-        // A list weighted 0 is not ranked: no vector, an empty bitmap (Jaccard 0 everywhere).
-        let empty: Bitmap = [0; BITMAP_WORDS];
-        let lists = rank_lists(
-            &score_pool,
-            &ListQuery {
-                vector: vector.filter(|_| vector_weight > 0.0),
-                bitmap: if jaccard_weight > 0.0 {
-                    query.bitmap
-                } else {
-                    &empty
-                },
-                now: query.now,
-                tau_days: query.tau_days,
-                depth,
-                allow: query.allow,
-            },
-        );
         let bm25 = if bm25_weight > 0.0 {
             keywords.rank(pool, query.keywords, depth, query.allow)
         } else {
             Vec::new()
+        };
+        // A list weighted 0 is not ranked: no vector, an empty bitmap (Jaccard 0 everywhere).
+        let empty: Bitmap = [0; BITMAP_WORDS];
+        let lists = match (vector, vectors) {
+            // Above `retrieval.ann_threshold`: the graph's candidates re-ranked exactly, and
+            // Jaccard over the candidates the other two lists found rather than a pass over
+            // every bitmap (docs/ann.md, "Keywords at scale").
+            (Some(v), Some(index)) => {
+                let (by_vector, vector_spread) =
+                    index.rank(pool, v, depth, query.ann.ef, query.allow);
+                let jaccard = if jaccard_weight > 0.0 {
+                    let rows = bm25.iter().chain(&by_vector).map(|h| h.row);
+                    jaccard_among(pool, query.bitmap, rows, depth)
+                } else {
+                    Vec::new()
+                };
+                coral_score::Rankings {
+                    vector: by_vector,
+                    jaccard,
+                    vector_spread,
+                }
+            }
+            _ => rank_lists(
+                &score_pool,
+                &ListQuery {
+                    vector: vector.filter(|_| vector_weight > 0.0),
+                    bitmap: if jaccard_weight > 0.0 {
+                        query.bitmap
+                    } else {
+                        &empty
+                    },
+                    now: query.now,
+                    tau_days: query.tau_days,
+                    depth,
+                    allow: query.allow,
+                },
+            ),
         };
         let rows = |list: &[Scored]| list.iter().map(|h| h.row).collect::<Vec<u32>>();
         let fused = rrf_weighted(
@@ -111,8 +143,8 @@ impl State {
 
         let mut top = TopK::new(query.k);
         for (row, mut score) in fused {
-            if let Some((set, amount)) = query.boost
-                && set.contains(row)
+            if let Some((project, amount)) = query.boost
+                && super::search_hybrid::in_project(pool.item(row), project)
             {
                 score *= 1.0 + amount;
             }
@@ -150,4 +182,34 @@ impl State {
             })
             .collect()
     }
+}
+
+/// The best `depth` of `rows` by bitmap Jaccard with `bitmap` (positive only, each row once),
+/// ranked like `coral_score::rank_lists`: newer, then smaller tie-break key, on equal scores.
+fn jaccard_among(
+    pool: &coral_store::Pool,
+    bitmap: &Bitmap,
+    rows: impl Iterator<Item = u32>,
+    depth: usize,
+) -> Vec<Scored> {
+    let mut seen = std::collections::HashSet::new();
+    let mut top = TopK::new(depth);
+    for row in rows {
+        if !seen.insert(row) {
+            continue;
+        }
+        let r = row as usize;
+        let jaccard = bitmap_jaccard(bitmap, &pool.bitmaps()[r]);
+        if jaccard > 0.0 {
+            let hit = Scored {
+                row,
+                score: jaccard,
+                vector: 0.0,
+                jaccard,
+                time: 0.0,
+            };
+            top.push_keyed(hit, pool.timestamps()[r], pool.tiebreaks()[r]);
+        }
+    }
+    top.into_sorted_vec()
 }

@@ -1,11 +1,12 @@
 //! The timeline tools (docs/timeline.md): the model's reads (`read_tools.rs`: MCP and HTTP) and
 //! the host's operations (HTTP only: a model never begins or completes its own turns):
 //! recording turns (`host_tools.rs`), the memory layers (`layer_tools.rs`) and forgetting
-//! (`forget_tools.rs`). The arguments
+//! (`forget_tools.rs`) and listing a user's conversations (`conversation_tools.rs`). The arguments
 //! they share are `args.rs`, the shape of their answers `answer.rs`.
 
 mod answer;
 mod args;
+mod conversation_tools;
 mod forget_tools;
 mod host_tools;
 mod layer_tools;
@@ -22,6 +23,7 @@ pub(super) fn host_tools() -> impl Iterator<Item = &'static crate::tools::ToolDe
         .iter()
         .chain(host_tools::TOOLS)
         .chain(forget_tools::TOOLS)
+        .chain(conversation_tools::TOOLS)
 }
 
 #[cfg(test)]
