@@ -536,7 +536,11 @@ fn backup_keeps_a_killed_writers_steps_and_check_reports_a_damaged_journal_untou
         .expect("the killed writer's journal");
     let text = std::fs::read_to_string(&journal).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    assert_eq!(lines.len(), 31, "a begin record, then one per acknowledged step: {text}");
+    assert_eq!(
+        lines.len(),
+        31,
+        "a begin record, then one per acknowledged step: {text}"
+    );
     let middle = lines.len() / 2;
     lines[middle] = lines[middle].replace("before the backup", "before the backuq");
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
