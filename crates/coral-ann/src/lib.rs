@@ -1,7 +1,8 @@
 //! Approximate nearest neighbours for Coral's vectors (docs/ann.md): an HNSW graph over i8
 //! codes, with insert, delete (tombstones, repaired in batches), filters applied during the
 //! traversal, exact scoring of small filtered sets, exact re-ranking of the best candidates by
-//! the caller's own scoring function, and a checked file format written atomically.
+//! the caller's own scoring function, and a checked file format written atomically; and, for
+//! sparse vectors, an exact inverted index over components ([`SparseIndex`]).
 //!
 //! The index knows vectors and `u32` labels only: no items, ids, tiers or projects. The caller
 //! keeps the f32 vectors (the re-ranking reads them through a closure) and decides when the
@@ -29,8 +30,10 @@ mod error;
 mod file;
 mod hnsw;
 mod quant;
+mod sparse;
 mod visited;
 
 pub use error::{Error, Result};
 pub use file::{FORMAT_VERSION, Saved, read_tag, temp_path};
 pub use hnsw::{AnnIndex, Filter, Hit, Params, Query};
+pub use sparse::SparseIndex;
