@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use coral::{Config, Coral, HashEmbedder, InsertOptions, SearchOptions};
-use coral_ann::{AnnIndex, Filter, Query};
+use coral_ann::{AnnIndex, Filter, Query, SparseIndex};
 use rayon::prelude::*;
 use roaring::RoaringBitmap;
 use serde_json::json;
@@ -33,10 +33,10 @@ const K: usize = 10;
 const SMALL_PROJECT_EVERY: usize = 100;
 
 /// splitmix64.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -61,14 +61,14 @@ fn word(rng: &mut Rng) -> String {
     format!("{}{}{c}", SYLLABLES[a], SYLLABLES[b])
 }
 
-fn text(i: usize, rng: &mut Rng) -> String {
+pub(crate) fn text(i: usize, rng: &mut Rng) -> String {
     let n = 8 + (rng.next() % 9) as usize;
     let words: Vec<String> = (0..n).map(|_| word(rng)).collect();
     format!("note {i}: {}", words.join(" "))
 }
 
 /// A query near memory `of`: some of its words and a few others.
-fn query_text(of: &str, rng: &mut Rng) -> String {
+pub(crate) fn query_text(of: &str, rng: &mut Rng) -> String {
     let words: Vec<&str> = of.split_whitespace().skip(2).collect();
     let mut q: Vec<String> = words
         .iter()
@@ -80,14 +80,14 @@ fn query_text(of: &str, rng: &mut Rng) -> String {
     q.join(" ")
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn status_kb(key: &str) -> f64 {
+pub(crate) fn status_kb(key: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -227,10 +227,12 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     let live_insert_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let mut deleted = 0;
+    let mut gone = std::collections::HashSet::new();
     for _ in 0..DELETES {
         let victim = (rng.next() as usize) % items;
         if coral.delete(&ids[victim])? {
             deleted += 1;
+            gone.insert(victim);
         }
     }
     let delete_s = t.elapsed().as_secs_f64();
@@ -306,21 +308,30 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     let total_items = coral.stats().total;
     drop(coral);
 
-    // Recall of the saved index against brute force over the same vectors.
-    let (index, _, payload) = AnnIndex::load(&data_dir.join("coral_ann.idx"))?;
-    let index_bytes = index.memory_bytes();
-    let by_id: HashMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.as_str(), i))
-        .collect();
-    let slots = slot_ids(&payload)?;
+    // Recall of the index against brute force over the same vectors: the saved graph file,
+    // or for the sparse path (not saved) a sparse index built here over the live items, as
+    // the engine builds it, labelled by text number.
+    let (graph, slot_text) = if reloaded.sparse {
+        let live: Vec<Option<usize>> = (0..ids.len())
+            .map(|i| (!gone.contains(&i)).then_some(i))
+            .collect();
+        (None, live)
+    } else {
+        let (index, _, payload) = AnnIndex::load(&data_dir.join("coral_ann.idx"))?;
+        let by_id: HashMap<&str, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i))
+            .collect();
+        let slots = slot_ids(&payload)?;
+        // Per slot, the text number (None for free slots).
+        let slot_text: Vec<Option<usize>> = slots
+            .iter()
+            .map(|s| s.as_deref().and_then(|id| by_id.get(id).copied()))
+            .collect();
+        (Some(index), slot_text)
+    };
     let embedder = HashEmbedder::new(dim)?;
-    // Per slot, the text number (None for free slots).
-    let slot_text: Vec<Option<usize>> = slots
-        .iter()
-        .map(|s| s.as_deref().and_then(|id| by_id.get(id).copied()))
-        .collect();
     let vectors: Vec<Vec<f32>> = slot_text
         .par_iter()
         .map(|t| match t {
@@ -328,8 +339,26 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
             None => Vec::new(),
         })
         .collect();
-    let live: Vec<u32> = (0..slots.len() as u32)
-        .filter(|&s| index.contains(s) && !vectors[s as usize].is_empty())
+    let sparse = match &graph {
+        Some(_) => None,
+        None => {
+            let mut index = SparseIndex::new(dim)?;
+            for (s, v) in vectors.iter().enumerate() {
+                if !v.is_empty() {
+                    index.insert(s as u32, v)?;
+                }
+            }
+            Some(index)
+        }
+    };
+    let index_bytes = graph
+        .as_ref()
+        .map_or(0, AnnIndex::memory_bytes)
+        .max(sparse.as_ref().map_or(0, SparseIndex::memory_bytes));
+    let live: Vec<u32> = (0..slot_text.len() as u32)
+        .filter(|&s| {
+            graph.as_ref().is_none_or(|g| g.contains(s)) && !vectors[s as usize].is_empty()
+        })
         .collect();
     let small: RoaringBitmap = live
         .iter()
@@ -372,16 +401,27 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         .enumerate()
         {
             let t = Instant::now();
-            let hits = index.search(
-                &Query {
-                    vector: q,
-                    k: K,
-                    ef,
-                    filter,
-                    exact_below,
-                },
-                &exact,
-            );
+            let hits = match (&graph, &sparse) {
+                (Some(index), _) => index.search(
+                    &Query {
+                        vector: q,
+                        k: K,
+                        ef,
+                        filter,
+                        exact_below,
+                    },
+                    &exact,
+                ),
+                (None, Some(index)) => {
+                    let admit = |s: u32| small.contains(s);
+                    let accept = match filter {
+                        Filter::All => None,
+                        _ => Some(&admit as &dyn Fn(u32) -> bool),
+                    };
+                    index.search(q, K, accept, &exact)
+                }
+                (None, None) => Vec::new(),
+            };
             if i == 1 {
                 filtered_ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
@@ -415,6 +455,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         "open_s": open_s,
         "reopen_s": reopen_s,
         "reopen_loaded_index": reloaded.loaded,
+        "sparse_path": reloaded.sparse,
         "reopen_repaired": reloaded.repaired,
         "search_after_reopen_hits": after_reopen,
         "peak_rss_mb": peak_rss_mb,

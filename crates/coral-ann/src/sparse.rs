@@ -13,6 +13,8 @@
 //! reused until a compaction, so a removed vector's entries (left in the lists, skipped when
 //! gathered) can never be credited to a later vector given the same label.
 
+use std::sync::Mutex;
+
 use crate::{Error, Hit, Result};
 
 /// No id / no label.
@@ -45,6 +47,7 @@ pub struct SparseIndex {
     dead_entries: usize,
     /// The largest L2 norm inserted (bounds the rounding of a product).
     max_norm: f32,
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 impl SparseIndex {
@@ -66,6 +69,7 @@ impl SparseIndex {
             live_entries: 0,
             dead_entries: 0,
             max_norm: 0.0,
+            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -221,52 +225,64 @@ impl SparseIndex {
             return Vec::new();
         }
         let n = self.labels.len();
-        let mut scores = vec![0.0f32; n];
-        let mut seen = vec![0u64; n.div_ceil(64)];
+        let pooled = self.scratch.lock().ok().and_then(|mut p| p.pop());
+        let mut sc = pooled.unwrap_or_default();
+        sc.size(n);
         for (c, &qc) in query.iter().enumerate() {
             if qc == 0.0 {
                 continue;
             }
             for e in &self.lists[c] {
                 let id = e.id as usize;
-                scores[id] += qc * e.value;
-                seen[id >> 6] |= 1 << (id & 63);
+                sc.scores[id] += qc * e.value;
+                sc.seen[id >> 6] |= 1 << (id & 63);
             }
         }
         let eps = self.tolerance(query);
-        let mut cands: Vec<(f32, u32)> = Vec::new();
-        for (w, &bits) in seen.iter().enumerate() {
-            let mut bits = bits;
-            while bits != 0 {
-                let id = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let s = scores[id];
-                // Not `<= -eps`: a NaN sum is kept for the caller's product to decide.
-                if !(s <= -eps) && self.labels[id] != NONE {
-                    cands.push((s, id as u32));
-                }
+        // A histogram of the touched sums over [0, 1] (unit vectors), so that only the best
+        // few need gathering and ordering: at 1M hash vectors most rows share a component
+        // with a query (common words), and gathering them all cost more than the walk.
+        let mut bins = [0u32; BINS];
+        for_each_touched(&sc.seen, |id| {
+            let s = sc.scores[id];
+            if s > -eps {
+                bins[bin(s)] += 1;
             }
-        }
-        drop(scores);
+        });
         let desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        // Order only as much of the candidates as the admitted top k needs: a filter
-        // admitting a share s needs about k / s of them.
+        // Gather the rows above a floor that admits about `m` of them, and order only as many
+        // as the admitted top k needs: a filter admitting a share s needs about k / s.
         let mut m = (4 * k).max(64);
         let mut hits = Vec::new();
+        let mut cands: Vec<(f32, u32)> = Vec::new();
         loop {
-            let m_eff = m.min(cands.len());
-            if m_eff < cands.len() {
-                cands.select_nth_unstable_by(m_eff, desc);
+            let mut above = 0usize;
+            let mut b = BINS;
+            while b > 0 && above < m {
+                b -= 1;
+                above += bins[b] as usize;
             }
-            cands[..m_eff].sort_unstable_by(desc);
+            // Below bin 0 everything counts (down to -eps): no floor.
+            let floor = if b == 0 {
+                f32::NEG_INFINITY
+            } else {
+                b as f32 / BINS as f32 - 2.0 * eps
+            };
+            cands.clear();
+            for_each_touched(&sc.seen, |id| {
+                let s = sc.scores[id];
+                // Not `<= -eps`: a NaN sum is kept for the caller's product to decide.
+                if !(s <= -eps) && !(s < floor) && self.labels[id] != NONE {
+                    cands.push((s, id as u32));
+                }
+            });
+            cands.sort_unstable_by(desc);
             hits.clear();
             let mut kth: Option<f32> = None;
-            let mut closed = false;
-            for &(s, id) in &cands[..m_eff] {
+            for &(s, id) in &cands {
                 if let Some(t) = kth
                     && s < t - 2.0 * eps
                 {
-                    closed = true;
                     break;
                 }
                 let label = self.labels[id as usize];
@@ -280,13 +296,63 @@ impl SparseIndex {
                     }
                 }
             }
-            if closed || m_eff == cands.len() {
+            // The k-th admitted is above the floor with its whole band: nothing below the
+            // floor can reach it.
+            if floor == f32::NEG_INFINITY || kth.is_some_and(|t| t - 2.0 * eps >= floor) {
                 break;
             }
-            m *= 4;
+            m = m.saturating_mul(4);
+        }
+        sc.clear();
+        if let Ok(mut pool) = self.scratch.lock() {
+            pool.push(sc);
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.label.cmp(&b.label)));
         hits
+    }
+}
+
+/// Histogram bins over [0, 1].
+const BINS: usize = 1024;
+
+#[inline]
+fn bin(s: f32) -> usize {
+    // NaN and negatives go to bin 0, sums above 1 (rounding) to the last.
+    ((s.max(0.0) * BINS as f32) as usize).min(BINS - 1)
+}
+
+/// Calls `f` with every id whose bit is set.
+#[inline]
+fn for_each_touched(seen: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &bits) in seen.iter().enumerate() {
+        let mut bits = bits;
+        while bits != 0 {
+            f(w * 64 + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// A search's accumulators, kept zeroed between searches (only touched entries are reset),
+/// pooled so that searches do not allocate and fault in 4 MB each at 1M vectors.
+#[derive(Debug, Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    seen: Vec<u64>,
+}
+
+impl Scratch {
+    fn size(&mut self, n: usize) {
+        if self.scores.len() < n {
+            self.scores.resize(n, 0.0);
+            self.seen.resize(n.div_ceil(64), 0);
+        }
+    }
+
+    fn clear(&mut self) {
+        let Scratch { scores, seen } = self;
+        for_each_touched(seen, |id| scores[id] = 0.0);
+        seen.fill(0);
     }
 }
 

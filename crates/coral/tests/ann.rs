@@ -133,6 +133,63 @@ fn forced_index_gives_the_exact_results_where_it_sees_everything() {
     }
     let report = approx.prepare_vector_index(|_, _| {}).unwrap();
     assert_eq!(report.vectors, approx.stats().total);
+    // 48 dims and ~18 non-zero components a vector: dense enough for the graph.
+    assert!(!report.sparse, "{report:?}");
+}
+
+/// Hash vectors of 384 dims are sparse (about 18 of 384 components non-zero here), so the
+/// pool gets the sparse index, whose ranking is exact: forced on at 400 items, with deletes
+/// (rows moved), a late insert and a project boost, the results equal the exact path's,
+/// score for score.
+#[test]
+fn sparse_index_gives_the_exact_results() {
+    let texts = texts(400, 8);
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let exact = open(a.path(), 0, 384);
+    let sparse = open(b.path(), 1, 384);
+    let ids = insert_all(&exact, &texts);
+    assert_eq!(insert_all(&sparse, &texts), ids);
+    let report = sparse.prepare_vector_index(|_, _| {}).unwrap();
+    assert!(report.sparse, "{report:?}");
+    for (round, q) in queries(&texts, 40).iter().enumerate() {
+        if round == 15 {
+            for id in ids.iter().step_by(7) {
+                assert!(exact.delete(id).unwrap());
+                assert!(sparse.delete(id).unwrap());
+            }
+            let late = "entry-late w1 w2 w3 w17 w400";
+            let x = exact
+                .insert_with(
+                    late,
+                    InsertOptions {
+                        timestamp: Some(NOW),
+                        now: Some(NOW),
+                        ..InsertOptions::default()
+                    },
+                )
+                .unwrap();
+            let y = sparse
+                .insert_with(
+                    late,
+                    InsertOptions {
+                        timestamp: Some(NOW),
+                        now: Some(NOW),
+                        ..InsertOptions::default()
+                    },
+                )
+                .unwrap();
+            assert_eq!(x.id(), y.id());
+        }
+        for boost in [false, true] {
+            let want = search_as(&exact, q, 8, boost);
+            let got = search_as(&sparse, q, 8, boost);
+            assert!(!want.is_empty(), "query {q:?}");
+            assert_eq!(got, want, "query {q:?}, boost {boost}");
+        }
+    }
+    let report = sparse.prepare_vector_index(|_, _| {}).unwrap();
+    assert!(report.sparse && !report.loaded);
+    assert_eq!(report.vectors, sparse.stats().total);
 }
 
 /// The CI run of stress-1m's recall check: 10,000 memories (about 20 s in a debug

@@ -211,6 +211,7 @@ impl Door {
             vectors.reconcile(pool);
         }
         report.vectors = self.vectors.as_ref().map_or(0, VectorIndex::vectors);
+        report.sparse = self.vectors.as_ref().is_some_and(VectorIndex::is_sparse);
         report
     }
 
