@@ -46,7 +46,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             other => bail!("unknown option {other:?} (--items N, --dim D, --queries Q)"),
         }
     }
-    let mut rng = Rng(0x5ba7_5e ^ dim as u64);
+    let mut rng = Rng(0x005b_a75e ^ dim as u64);
     let texts: Vec<String> = (0..items).map(|i| text(i, &mut rng)).collect();
     let embedder = HashEmbedder::new(dim)?;
     let t = Instant::now();
@@ -86,7 +86,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         let hits = index.search(q, DEPTH, None, &exact);
         walk_ms.push(t.elapsed().as_secs_f64() * 1e3);
         // A filter admitting half the labels (the cold tier excluded, say).
-        let half = |l: u32| l % 2 == 0;
+        let half = |l: u32| l.is_multiple_of(2);
         let t = Instant::now();
         let _ = index.search(q, DEPTH, Some(&half), &exact);
         filtered_ms.push(t.elapsed().as_secs_f64() * 1e3);

@@ -9,7 +9,9 @@
 //! close (checkpoint + index save), reopen with the saved index (timed), peak RSS. Then the
 //! saved index file is read back and its recall@10 measured against exact brute force over the
 //! same vectors in the same run, overall and for the 1 % project filter (walked during the
-//! traversal, and through the engine's exact rule for small filters). Options: `--items N`,
+//! traversal, and through the engine's exact rule for small filters); when the pool got the
+//! sparse index (not saved), the same measurement runs on a sparse index built over the live
+//! items' vectors, as the engine builds it. Options: `--items N`,
 //! `--dims 384,512`, `--queries Q`.
 
 use std::collections::HashMap;

@@ -271,8 +271,8 @@ impl SparseIndex {
             cands.clear();
             for_each_touched(&sc.seen, |id| {
                 let s = sc.scores[id];
-                // Not `<= -eps`: a NaN sum is kept for the caller's product to decide.
-                if !(s <= -eps) && !(s < floor) && self.labels[id] != NONE {
+                // A NaN sum is kept for the caller's product to decide.
+                if (s.is_nan() || s > -eps && s >= floor) && self.labels[id] != NONE {
                     cands.push((s, id as u32));
                 }
             });

@@ -88,7 +88,7 @@ proptest! {
             if i % 50 == 49 || i + 1 == ops.len() {
                 let q = hashlike(dim, 1 + (seed % 5) as usize, seed ^ 0xabc);
                 let exact = |l: u32| dot(&q, &model[&l]);
-                let admit = |l: u32| l % modulus == 0;
+                let admit = |l: u32| l.is_multiple_of(modulus);
                 for filter in [None, Some(&admit as &dyn Fn(u32) -> bool)] {
                     let want = scan(&model, &q, k, &|l| filter.is_none_or(|f| f(l)));
                     let mut got = index.search(&q, k, filter, &exact);
