@@ -186,25 +186,27 @@ pub(crate) fn insert(
     let locks = as_i64(prefix(&set, threshold));
     let terms = terms_of(&new.item.content);
     pool.transaction("insert", |tx| {
+        // The locks first, in a statement of their own: under READ COMMITTED the next
+        // statement's snapshot then holds whatever a near duplicate's transaction committed
+        // while this one waited.
         if !locks.is_empty() {
             tx.query(sql::LOCK_TOKENS, &[&tenant, &locks])?;
         }
-        if let Some(merged) = merge_same_id(tx, tenant, &new.item.item_id, new.item.last_access)? {
-            return Ok(merged);
-        }
-        if let Some(merged) = merge_near(tx, tenant, &set, threshold, new.item.last_access)? {
+        let at = new.item.last_access;
+        if let Some(merged) = merge(tx, tenant, &new.item.item_id, &set, threshold, at)? {
             return Ok(merged);
         }
         match put(tx, tenant, new, &set, &terms)? {
             true => Ok(InsertOutcome::Inserted(new.item.item_id.clone())),
             // Only a memory without tokens takes no lock: another process stored the same
             // text first.
-            false => merge_same_id(tx, tenant, &new.item.item_id, new.item.last_access)?
-                .ok_or_else(|| Error::Database {
+            false => merge(tx, tenant, &new.item.item_id, &set, threshold, at)?.ok_or_else(|| {
+                Error::Database {
                     what: "insert",
                     detail: "the id was taken and then gone within one transaction".into(),
                     code: None,
-                }),
+                }
+            }),
         }
     })
 }
@@ -235,49 +237,36 @@ pub(crate) fn import(
     })
 }
 
-/// The refresh of a memory with the same id, if there is one.
-fn merge_same_id(
+/// The refresh of the memory with the same id, else of the hot or warm memory most similar
+/// to `set` if one reaches `threshold` (`coral_score::near_duplicate`, the local engine's
+/// test), in one query for both.
+fn merge(
     tx: &mut Tx<'_>,
     tenant: &str,
     id: &str,
-    at: f64,
-) -> Result<Option<InsertOutcome>> {
-    let Some(row) = tx.query_opt(sql::ITEM_BY_ID, &[&tenant, &id])? else {
-        return Ok(None);
-    };
-    let key: i64 = row.get(0);
-    tx.execute(sql::TOUCH, &[&tenant, &key, &at])?;
-    Ok(Some(InsertOutcome::Merged {
-        id: id.to_string(),
-        similarity: 1.0,
-    }))
-}
-
-/// The refresh of the hot or warm memory most similar to `set`, if one reaches `threshold`
-/// (`coral_score::near_duplicate`, the local engine's test).
-fn merge_near(
-    tx: &mut Tx<'_>,
-    tenant: &str,
     set: &[u64],
     threshold: f64,
     at: f64,
 ) -> Result<Option<InsertOutcome>> {
     let probe = as_i64(prefix(set, threshold));
-    if probe.is_empty() {
-        return Ok(None);
+    let rows = tx.query(sql::MERGE_CANDIDATES, &[&tenant, &id, &probe])?;
+    let mut candidates: Vec<(i64, String, Vec<u64>)> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let key: i64 = r.get(0);
+        if r.get::<_, bool>(3) {
+            tx.execute(sql::TOUCH, &[&tenant, &key, &at])?;
+            return Ok(Some(InsertOutcome::Merged {
+                id: id.to_string(),
+                similarity: 1.0,
+            }));
+        }
+        let tokens: Vec<i64> = r.get(2);
+        candidates.push((
+            key,
+            r.get(1),
+            tokens.into_iter().map(|t| t as u64).collect(),
+        ));
     }
-    let rows = tx.query(sql::NEAR_CANDIDATES, &[&tenant, &probe])?;
-    let candidates: Vec<(i64, String, Vec<u64>)> = rows
-        .iter()
-        .map(|r| {
-            let tokens: Vec<i64> = r.get(2);
-            (
-                r.get(0),
-                r.get(1),
-                tokens.into_iter().map(|t| t as u64).collect(),
-            )
-        })
-        .collect();
     let best = coral_score::near_duplicate(
         set,
         candidates
@@ -297,7 +286,8 @@ fn merge_near(
     }))
 }
 
-/// Writes a new memory's rows; false when its id is already there (nothing written).
+/// Writes a new memory's rows in one statement; false when its id is already there
+/// (nothing written).
 fn put(
     tx: &mut Tx<'_>,
     tenant: &str,
@@ -310,8 +300,11 @@ fn put(
     let token_count = i64::try_from(item.token_count).unwrap_or(i64::MAX);
     let extra = Value::Object(item.extra.clone());
     let tier = new.tier.as_str();
-    let Some(row) = tx.query_opt(
-        sql::INSERT_ITEM,
+    let access = i64::try_from(item.access_count).unwrap_or(i64::MAX);
+    let dim = new.vector.len() as i32;
+    let vector = (!new.vector.is_empty()).then(|| Vector::from(new.vector.to_vec()));
+    let row = tx.query_opt(
+        sql::PUT,
         &[
             &tenant,
             &item.item_id,
@@ -325,37 +318,16 @@ fn put(
             &terms.distinct,
             &terms.len,
             &extra,
+            &access,
+            &item.last_access,
+            &dim,
+            &new.embedder,
+            &vector,
+            &terms.counts,
+            &stat_shard(),
         ],
-    )?
-    else {
-        return Ok(false);
-    };
-    let key: i64 = row.get(0);
-    let access = i64::try_from(item.access_count).unwrap_or(i64::MAX);
-    tx.execute(
-        sql::INSERT_HEAT,
-        &[&tenant, &key, &access, &item.last_access],
     )?;
-    if !new.vector.is_empty() {
-        let dim = new.vector.len() as i32;
-        let vector = Vector::from(new.vector.to_vec());
-        tx.execute(
-            sql::INSERT_VECTOR,
-            &[&tenant, &key, &item.project, &dim, &new.embedder, &vector],
-        )?;
-    }
-    if !terms.distinct.is_empty() {
-        tx.execute(
-            sql::INSERT_POSTINGS,
-            &[&tenant, &key, &terms.len, &terms.distinct, &terms.counts],
-        )?;
-    }
-    let (one, len) = (1i64, i64::from(terms.len));
-    tx.execute(sql::ADD_DOC_STATS, &[&tenant, &stat_shard(), &one, &len])?;
-    if let Some(project) = &item.project {
-        tx.execute(sql::INSERT_PROJECT, &[&tenant, project, &item.timestamp])?;
-    }
-    Ok(true)
+    Ok(row.is_some())
 }
 
 /// Deletes memories by id, with their counters, vectors, postings and statistics; returns

@@ -92,12 +92,23 @@ impl Pool {
     pub(crate) fn transaction<T>(
         &self,
         what: &'static str,
+        body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.transaction_from("BEGIN", what, body)
+    }
+
+    /// [`Pool::transaction`] opened by `begin`: `BEGIN` with its modes and any `SET LOCAL`
+    /// after it, sent as one message (one round trip).
+    pub(crate) fn transaction_from<T>(
+        &self,
+        begin: &str,
+        what: &'static str,
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.try_transaction(what, &mut body) {
+            match self.try_transaction(begin, what, &mut body) {
                 Err(e) if e.retryable() && attempt < ATTEMPTS => {
                     // A short, growing pause lets the transaction that won go first.
                     thread::sleep(Duration::from_millis(2 << attempt));
@@ -109,6 +120,7 @@ impl Pool {
 
     fn try_transaction<T>(
         &self,
+        begin: &str,
         what: &'static str,
         body: &mut impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
@@ -121,7 +133,7 @@ impl Pool {
             broken: false,
             limit: 2 * self.options.statement_timeout,
         };
-        let result = tx.simple("BEGIN").and_then(|()| body(&mut tx));
+        let result = tx.simple(begin).and_then(|()| body(&mut tx));
         let result = match result {
             Ok(value) => tx.commit().map(|()| value),
             Err(e) => {
@@ -350,6 +362,58 @@ impl Tx<'_> {
         let client = &self.conn.client;
         let done = wait(client.execute(&statement, params), self.deadline);
         self.finish(done, false)
+    }
+
+    /// The rows of several statements sent at once (pipelined: one round trip for all),
+    /// in the order given.
+    pub(crate) fn query_all(
+        &mut self,
+        statements: &[(&str, &Params<'_>)],
+    ) -> Result<Vec<Vec<Row>>> {
+        let mut prepared = Vec::with_capacity(statements.len());
+        for (sql, _) in statements {
+            prepared.push(self.prepare(sql)?);
+        }
+        let client = &self.conn.client;
+        let mut pending: Vec<_> = prepared
+            .iter()
+            .zip(statements)
+            .map(|(st, (_, params))| Some(Box::pin(client.query(st, params))))
+            .collect();
+        let mut done: Vec<Option<std::result::Result<Vec<Row>, tokio_postgres::Error>>> =
+            (0..statements.len()).map(|_| None).collect();
+        // Every future is polled on each round, so all requests go out before any answer is
+        // awaited.
+        let all = std::future::poll_fn(|cx| {
+            let mut ready = true;
+            for (slot, out) in pending.iter_mut().zip(done.iter_mut()) {
+                if let Some(f) = slot {
+                    match f.as_mut().poll(cx) {
+                        Poll::Ready(r) => {
+                            *out = Some(r);
+                            *slot = None;
+                        }
+                        Poll::Pending => ready = false,
+                    }
+                }
+            }
+            if ready {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        let finished = wait(all, self.deadline);
+        drop(pending);
+        let mut rows = Vec::with_capacity(statements.len());
+        for out in done {
+            let r = match (finished, out) {
+                (Some(()), Some(r)) => Some(r),
+                _ => None,
+            };
+            rows.push(self.finish(r, false)?);
+        }
+        Ok(rows)
     }
 
     /// Runs `sql` (one or more statements without parameters) with the simple protocol.

@@ -8,12 +8,14 @@
 
 use std::collections::HashMap;
 
-use coral_score::{Bm25Params, Bm25Query, HybridParams, Spread, dot, fuse_hybrid};
+use coral_score::{Bm25Params, Bm25Query, HybridParams, Spread, fuse_hybrid};
 use pgvector::Vector;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::error::{Error, Result};
 use crate::memory::{Stored, stored};
-use crate::pool::{Pool, Tx};
+use crate::pool::{Params, Pool};
 use crate::sql;
 
 /// Rows sampled for the spread of the query's dot products (as the local approximate index
@@ -74,7 +76,9 @@ pub struct Hit {
     pub vector_z: f64,
 }
 
-/// Both rankings' candidates in one read-only snapshot.
+/// Both rankings' candidates in one read-only snapshot, in three round trips: the
+/// transaction's start with its settings, the statements of both rankings pipelined, and the
+/// candidates' items (then the commit).
 pub(crate) fn candidates(
     pool: &Pool,
     tenant: &str,
@@ -91,15 +95,72 @@ pub(crate) fn candidates(
         )));
     }
     let ef = query.ef_search.clamp(query.depth.max(1), 1_000);
-    pool.transaction("search", |tx| {
-        tx.simple("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
-        let mut numbers = Numbering::default();
-        let (bm25, bm25_spread, coverage) = keyword_ranking(tx, tenant, query, &mut numbers)?;
-        let (vector, vector_spread) = match query.vector {
-            Some(v) if query.params.vector > 0.0 => {
-                vector_ranking(tx, tenant, dim, v, query, ef, &mut numbers)?
+    let terms: Vec<(String, f64)> = query
+        .keywords
+        .terms()
+        .iter()
+        .filter(|(_, w)| *w != 0.0 && w.is_finite())
+        .cloned()
+        .collect();
+    let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+    let keywords = query.params.bm25 > 0.0 && !terms.is_empty();
+    let vector = query
+        .vector
+        .filter(|_| query.params.vector > 0.0)
+        .map(|v| Vector::from(v.to_vec()));
+    let (nearest, sample) = (sql::nearest(dim), sql::sample_dots(dim));
+    let limit = ef as i64;
+    let begin = format!(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
+         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
+    );
+    pool.transaction_from(&begin, "search", |tx| {
+        let by_tenant: [&(dyn ToSql + Sync); 1] = [&tenant];
+        let postings_all: [&(dyn ToSql + Sync); 2] = [&tenant, &names];
+        let project = query.project.unwrap_or_default();
+        let postings_in: [&(dyn ToSql + Sync); 3] = [&tenant, &names, &project];
+        let in_project: [&(dyn ToSql + Sync); 2] = [&tenant, &project];
+        let nearest_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &query.project, &limit];
+        let sample_params: [&(dyn ToSql + Sync); 4] =
+            [&tenant, &vector, &query.project, &SPREAD_SAMPLES];
+        let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
+        if keywords {
+            statements.push((sql::DOC_STATS, &by_tenant));
+            match query.project {
+                None => statements.push((sql::POSTINGS, &postings_all)),
+                Some(_) => {
+                    statements.push((sql::POSTINGS_IN_PROJECT, &postings_in));
+                    statements.push((sql::COUNT_IN_PROJECT, &in_project));
+                }
             }
-            _ => (Vec::new(), Spread::default()),
+        }
+        if vector.is_some() {
+            statements.push((&nearest, &nearest_params));
+            statements.push((&sample, &sample_params));
+        }
+        let mut results = tx.query_all(&statements)?.into_iter();
+        let mut numbers = Numbering::default();
+        let (bm25, bm25_spread, coverage) = if keywords {
+            let stats = results.next().unwrap_or_default();
+            let postings = results.next().unwrap_or_default();
+            let population = match query.project {
+                None => None,
+                Some(_) => results
+                    .next()
+                    .unwrap_or_default()
+                    .first()
+                    .map(|r| r.get::<_, i64>(0)),
+            };
+            keyword_ranking(&stats, &postings, population, &terms, query, &mut numbers)
+        } else {
+            (Vec::new(), Spread::default(), HashMap::new())
+        };
+        let (vector, vector_spread) = if vector.is_some() {
+            let near = results.next().unwrap_or_default();
+            let sampled = results.next().unwrap_or_default();
+            vector_ranking(&near, &sampled, query.depth, &mut numbers)
+        } else {
+            (Vec::new(), Spread::default())
         };
         let rows = tx.query(sql::ITEMS_BY_KEY, &[&tenant, &numbers.keys])?;
         let mut by_key: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
@@ -182,47 +243,30 @@ impl Numbering {
 }
 
 /// BM25 as `coral_score::Bm25Index::scores` computes it over the whole tenant (document
-/// count, average length and document frequencies of every memory), kept for the memories
-/// the filter lets through; the best `4 × depth` by score, the spread of all of them over the
-/// searchable population, and the coverage of each.
+/// count, average length and document frequencies of every memory: `stats` and every
+/// `postings` row), kept for the memories the filter lets through (the rows' last column);
+/// the best `4 × depth` by score, the spread of all of them over the searchable population
+/// (`population`, the whole tenant when `None`), and the coverage of each.
 #[allow(clippy::type_complexity)]
 fn keyword_ranking(
-    tx: &mut Tx<'_>,
-    tenant: &str,
+    stats: &[Row],
+    rows: &[Row],
+    population: Option<i64>,
+    terms: &[(String, f64)],
     query: &SearchQuery<'_>,
     numbers: &mut Numbering,
-) -> Result<(Vec<(u32, f64)>, Spread, HashMap<u32, f64>)> {
-    let terms: Vec<(String, f64)> = query
-        .keywords
-        .terms()
-        .iter()
-        .filter(|(_, w)| *w != 0.0 && w.is_finite())
-        .cloned()
-        .collect();
-    if query.params.bm25 <= 0.0 || terms.is_empty() {
-        return Ok((Vec::new(), Spread::default(), HashMap::new()));
-    }
-    let stats = tx.query_one(sql::DOC_STATS, &[&tenant])?;
-    let (n_docs, total_len): (i64, i64) = (stats.get(0), stats.get(1));
+) -> (Vec<(u32, f64)>, Spread, HashMap<u32, f64>) {
+    let (n_docs, total_len): (i64, i64) = stats.first().map_or((0, 0), |s| (s.get(0), s.get(1)));
     if n_docs <= 0 {
-        return Ok((Vec::new(), Spread::default(), HashMap::new()));
+        return (Vec::new(), Spread::default(), HashMap::new());
     }
+    let population = population.unwrap_or(n_docs);
     let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
-    let rows = match query.project {
-        None => tx.query(sql::POSTINGS, &[&tenant, &names])?,
-        Some(p) => tx.query(sql::POSTINGS_IN_PROJECT, &[&tenant, &names, &p])?,
-    };
-    let population = match query.project {
-        None => n_docs,
-        Some(p) => tx
-            .query_one(sql::COUNT_IN_PROJECT, &[&tenant, &p])?
-            .get::<_, i64>(0),
-    };
     // Postings by query term, in the query's term order (so that each document's sum adds
     // its parts in the order the local index does).
     let position: HashMap<&str, usize> = names.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     let mut lists: Vec<Vec<(i64, u32, u32, bool)>> = vec![Vec::new(); terms.len()];
-    for row in &rows {
+    for row in rows {
         let term: String = row.get(0);
         let Some(&i) = position.get(term.as_str()) else {
             continue;
@@ -298,40 +342,25 @@ fn keyword_ranking(
             (id, s)
         })
         .collect();
-    Ok((ranked, spread, coverage))
+    (ranked, spread, coverage)
 }
 
-/// The nearest `ef` vectors by the HNSW index with an iterative scan (a filter leaves rows
-/// out after the index, so the scan goes on until enough pass), re-ranked by the exact dot
-/// product; the best `depth`, and the spread of an even sample's dot products.
+/// The vector ranking from the nearest rows (`key`, exact dot product) the HNSW index found
+/// with an iterative scan (a filter leaves rows out after the index, so the scan goes on until
+/// enough pass), re-ranked by the exact dot product: the best `depth`, and the spread of an
+/// even sample's dot products.
 fn vector_ranking(
-    tx: &mut Tx<'_>,
-    tenant: &str,
-    dim: usize,
-    v: &[f32],
-    query: &SearchQuery<'_>,
-    ef: usize,
+    near: &[Row],
+    sample: &[Row],
+    depth: usize,
     numbers: &mut Numbering,
-) -> Result<(Vec<(u32, f64)>, Spread)> {
-    tx.simple(&format!(
-        "SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
-    ))?;
-    let q = Vector::from(v.to_vec());
-    let limit = ef as i64;
-    let rows = tx.query(&sql::nearest(dim), &[&tenant, &q, &query.project, &limit])?;
-    let mut exact: Vec<(i64, f64)> = rows
+) -> (Vec<(u32, f64)>, Spread) {
+    let mut exact: Vec<(i64, f64)> = near
         .iter()
-        .map(|r| {
-            let e: Vector = r.get(1);
-            (r.get::<_, i64>(0), f64::from(dot(v, e.as_slice())))
-        })
+        .map(|r| (r.get::<_, i64>(0), r.get::<_, f64>(1)))
         .collect();
     exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    exact.truncate(query.depth);
-    let sample = tx.query(
-        &sql::sample_dots(dim),
-        &[&tenant, &q, &query.project, &SPREAD_SAMPLES],
-    )?;
+    exact.truncate(depth);
     let spread = Spread::of(
         sample.iter().map(|r| r.get::<_, f64>(0)),
         sample.len() as u64,
@@ -340,5 +369,5 @@ fn vector_ranking(
         .into_iter()
         .map(|(key, s)| (numbers.number(key), s))
         .collect();
-    Ok((ranked, spread))
+    (ranked, spread)
 }

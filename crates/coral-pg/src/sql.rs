@@ -6,36 +6,40 @@
 pub(crate) const LOCK_TOKENS: &str = "SELECT count(pg_advisory_xact_lock(hashtextextended($1, k))) \
      FROM unnest($2::int8[]) WITH ORDINALITY AS u(k, n)";
 
-/// An item by id with its counters.
-pub(crate) const ITEM_BY_ID: &str = "SELECT i.key, h.access_count, h.last_access FROM coral_items i \
-     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
-     WHERE i.tenant = $1 AND i.item_id = $2";
-
-/// Hot and warm items sharing a token with a prefix (the near-duplicate candidates).
-pub(crate) const NEAR_CANDIDATES: &str = "SELECT key, item_id, token_set FROM coral_items \
-     WHERE tenant = $1 AND tier IN ('hot', 'warm') AND token_set && $2::int8[] ORDER BY key";
+/// What an insert may merge into: the item with the same id (`same`), then the hot and warm
+/// items sharing a token with the new one's prefix (`$3`).
+pub(crate) const MERGE_CANDIDATES: &str = "SELECT key, item_id, token_set, true AS same FROM coral_items \
+     WHERE tenant = $1 AND item_id = $2 \
+     UNION ALL \
+     SELECT key, item_id, token_set, false FROM coral_items \
+     WHERE tenant = $1 AND tier IN ('hot', 'warm') AND token_set && $3::int8[] AND item_id <> $2 \
+     ORDER BY 4 DESC, 1";
 
 /// The merge of a duplicate: one more access, the later access time.
 pub(crate) const TOUCH: &str = "UPDATE coral_heat SET access_count = access_count + 1, \
      last_access = GREATEST(last_access, $3) WHERE tenant = $1 AND key = $2";
 
-/// A new item; no row when the id exists.
-pub(crate) const INSERT_ITEM: &str = "INSERT INTO coral_items (tenant, item_id, tier, project, content, created, \
-     importance, token_count, token_set, terms, term_count, extra) \
+/// A new memory in one statement: the item (no row, and nothing else written, when its id
+/// exists), its counters, its vector (when `$17` is not null), its postings, the tenant's
+/// document statistics (shard `$19`) and its project.
+pub(crate) const PUT: &str = "WITH item AS ( \
+     INSERT INTO coral_items (tenant, item_id, tier, project, content, created, importance, \
+     token_count, token_set, terms, term_count, extra) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-     ON CONFLICT (tenant, item_id) DO NOTHING RETURNING key";
-
-/// A new item's counters.
-pub(crate) const INSERT_HEAT: &str = "INSERT INTO coral_heat (tenant, key, access_count, last_access) \
-     VALUES ($1, $2, $3, $4)";
-
-/// A new item's vector.
-pub(crate) const INSERT_VECTOR: &str = "INSERT INTO coral_vectors (tenant, key, project, dim, embedder, sample, embedding) \
-     VALUES ($1, $2, $3, $4, $5, random(), $6)";
-
-/// A new item's postings, one per distinct term with its frequency.
-pub(crate) const INSERT_POSTINGS: &str = "INSERT INTO coral_postings (tenant, term, key, tf, len) \
-     SELECT $1, t, $2, f, $3 FROM unnest($4::text[], $5::int4[]) AS u(t, f)";
+     ON CONFLICT (tenant, item_id) DO NOTHING RETURNING key), \
+     heat AS (INSERT INTO coral_heat (tenant, key, access_count, last_access) \
+     SELECT $1, key, $13, $14 FROM item), \
+     vec AS (INSERT INTO coral_vectors (tenant, key, project, dim, embedder, sample, embedding) \
+     SELECT $1, key, $4, $15, $16, random(), $17 FROM item WHERE $17::vector IS NOT NULL), \
+     post AS (INSERT INTO coral_postings (tenant, term, key, tf, len) \
+     SELECT $1, u.t, item.key, u.f, $11 FROM item, unnest($10::text[], $18::int4[]) AS u(t, f)), \
+     stats AS (INSERT INTO coral_doc_stats (tenant, shard, docs, total_len) \
+     SELECT $1, $19, 1, $11 FROM item ON CONFLICT (tenant, shard) DO UPDATE SET \
+     docs = coral_doc_stats.docs + EXCLUDED.docs, \
+     total_len = coral_doc_stats.total_len + EXCLUDED.total_len), \
+     proj AS (INSERT INTO coral_projects (tenant, name, created) \
+     SELECT $1, $4, $6 FROM item WHERE $4::text IS NOT NULL ON CONFLICT (tenant, name) DO NOTHING) \
+     SELECT key FROM item";
 
 /// Adds to one shard of a tenant's document count and total length (negative on delete).
 pub(crate) const ADD_DOC_STATS: &str = "INSERT INTO coral_doc_stats (tenant, shard, docs, total_len) \
@@ -46,10 +50,6 @@ pub(crate) const ADD_DOC_STATS: &str = "INSERT INTO coral_doc_stats (tenant, sha
 /// A tenant's document count and total length.
 pub(crate) const DOC_STATS: &str = "SELECT coalesce(sum(docs), 0)::int8, coalesce(sum(total_len), 0)::int8 \
      FROM coral_doc_stats WHERE tenant = $1";
-
-/// A project name, recorded once.
-pub(crate) const INSERT_PROJECT: &str = "INSERT INTO coral_projects (tenant, name, created) VALUES ($1, $2, $3) \
-     ON CONFLICT (tenant, name) DO NOTHING";
 
 /// The tenant's project names.
 pub(crate) const PROJECTS: &str = "SELECT name FROM coral_projects WHERE tenant = $1 ORDER BY name";
@@ -129,16 +129,11 @@ pub(crate) const STEPS: &str = "SELECT step_id, seq, text, done, by, at FROM cor
 #[cfg(test)]
 pub(crate) const ALL: &[&str] = &[
     LOCK_TOKENS,
-    ITEM_BY_ID,
-    NEAR_CANDIDATES,
+    MERGE_CANDIDATES,
     TOUCH,
-    INSERT_ITEM,
-    INSERT_HEAT,
-    INSERT_VECTOR,
-    INSERT_POSTINGS,
+    PUT,
     ADD_DOC_STATS,
     DOC_STATS,
-    INSERT_PROJECT,
     PROJECTS,
     ITEMS_BY_ID,
     ITEMS_BY_KEY,
@@ -167,12 +162,13 @@ pub(crate) fn hnsw_index(dim: usize) -> String {
     )
 }
 
-/// The nearest `$4` vectors of `dim` dimensions to `$2` by cosine distance, among the
+/// The nearest `$4` vectors of `dim` dimensions to `$2` by cosine distance, with their exact
+/// dot products with it (the index's order is approximate, its distances are not), among the
 /// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones. The dimension is
 /// written into the text (not a parameter) so that the planner can match the partial index.
 pub(crate) fn nearest(dim: usize) -> String {
     format!(
-        "SELECT key, embedding FROM coral_vectors \
+        "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
          ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4"
     )
@@ -205,13 +201,19 @@ mod tests {
                 sql.contains("coral_") || sql.contains("pg_advisory_xact_lock"),
                 "{sql}"
             );
-            if sql.starts_with("INSERT") {
-                // The tenant goes into the row as its first value.
-                assert!(
-                    sql.contains("(tenant,")
-                        && (sql.contains("VALUES ($1,") || sql.contains("SELECT $1,")),
-                    "insert without the tenant as its first value: {sql}"
-                );
+            if sql.contains("INSERT INTO") {
+                // Every row written carries the tenant as its first value.
+                for insert in sql.split("INSERT INTO ").skip(1) {
+                    let columns = insert.split(')').next().unwrap_or("");
+                    assert!(
+                        columns.contains("(tenant,"),
+                        "insert without the tenant: {sql}"
+                    );
+                    assert!(
+                        insert.contains("VALUES ($1,") || insert.contains("SELECT $1,"),
+                        "insert without the tenant as its first value: {sql}"
+                    );
+                }
             } else {
                 assert!(
                     sql.contains("tenant = $1") || sql.contains("hashtextextended($1,"),

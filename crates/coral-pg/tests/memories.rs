@@ -105,7 +105,7 @@ fn the_same_text_and_a_near_duplicate_merge_instead_of_storing_twice() {
     match store.insert(&near.new_memory(), 0.7).unwrap() {
         InsertOutcome::Merged { id, similarity } => {
             assert_eq!(id, first.id());
-            assert!(similarity >= 0.7 && similarity <= 1.0, "{similarity}");
+            assert!((0.7..=1.0).contains(&similarity), "{similarity}");
         }
         other => panic!("a near duplicate was stored: {other:?}"),
     }

@@ -55,7 +55,7 @@ fn exact_top(corpus: &[Vec<f32>], q: &[f32], allowed: impl Fn(usize) -> bool) ->
 /// scan gets 10 rows through.
 fn project_of(i: usize) -> &'static str {
     match i {
-        _ if i % 100 == 0 => "rare",
+        _ if i.is_multiple_of(100) => "rare",
         _ if i % 25 == 1 => "few",
         _ => "common",
     }
