@@ -58,8 +58,10 @@ impl StorageConfig {
             ));
         }
         let url = self.postgres_url.trim();
-        if !url.is_empty() && !(url.starts_with("postgres://") || url.starts_with("postgresql://"))
-        {
+        let scheme_ok = ["postgres://", "postgresql://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme));
+        if !url.is_empty() && !scheme_ok {
             p.push(
                 "storage.postgres_url must start with postgres:// or postgresql:// (its value is \
                  not repeated here: it may hold a password)"
