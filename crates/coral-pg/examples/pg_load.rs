@@ -4,7 +4,8 @@
 //! insert rate and the search latency's median and range.
 //!
 //! `CORAL_POSTGRES_URL=... cargo run -p coral-pg --example pg_load -- [N] [W] [Q]`
-//! (defaults 4000, 4, 200). Not a test: nothing is asserted but that the calls succeed.
+//! (defaults 4000, 4, 200; `CORAL_PG_LOAD_TENANT` names an earlier run's tenant to search).
+//! Not a test: nothing is asserted but that the calls succeed.
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,8 @@ fn main() {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let tenant = format!("load-{nanos}");
+    // CORAL_PG_LOAD_TENANT searches (and adds to) an earlier run's tenant.
+    let tenant = std::env::var("CORAL_PG_LOAD_TENANT").unwrap_or_else(|_| format!("load-{nanos}"));
     let embedder = HashEmbedder::new(DIM).expect("embedder");
 
     let started = Instant::now();
