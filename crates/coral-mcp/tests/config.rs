@@ -101,8 +101,10 @@ fn every_key_round_trips_through_set_get_and_reset() {
         assert_eq!(result["key_path"], key.as_str());
         // Embedding settings wait for a restart (and a re-embed): only the file changes now.
         // So do where the memories live (the open store).
-        let in_force = !key.starts_with("embedding.")
-            && !(key == "storage.backend" || key.starts_with("storage.postgres_"));
+        let waits = key.starts_with("embedding.")
+            || key == "storage.backend"
+            || key.starts_with("storage.postgres_");
+        let in_force = !waits;
         if key != "llm.api_key" && in_force {
             assert_eq!(result["new"], proposed, "{key}");
             assert_eq!(coral.config_get(Some(&key)).unwrap(), proposed, "{key}");
