@@ -97,6 +97,12 @@ pub fn check(root: &Path) -> Result<()> {
         "the Python MCP Streamable HTTP client check",
     )?;
     eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    let script = root.join("crates/coral-mcp/tests/clients/python_mcp_roots.py");
+    let out = run(
+        Command::new(&python).arg(&script).arg(&coral),
+        "the Python MCP client roots check (--project auto)",
+    )?;
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
 
     let inspector = inspector(&tools)?;
     let data = tempfile::tempdir()?;

@@ -1,12 +1,14 @@
 //! `cargo xtask bench-hook [--runs N] [--model minilm|use]`: the Claude Code prompt hook end to
 //! end, process start included, at 20,000 memories (docs/hooks.md, "Speed"). Each run spawns
 //! the release `coral hook claude-code UserPromptSubmit` with a recorded-shape payload on stdin
-//! and waits for it to exit; the table gives the median, the range and p90, and
-//! `target/coral-bench/hook.json` keeps every run.
+//! and waits for it to exit, on two paths: with no server running (the hook opens the store
+//! itself) and with `coral mcp` running in the background (the hook asks its recall socket).
+//! Both answers must be the same. The table gives each path's median, p90 and range, and
+//! `target/coral-bench/hook-<embedder>.json` keeps every run.
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -98,15 +100,20 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         "prompt": prompt,
     })
     .to_string();
-    let once = |payload: &str| -> Result<(f64, Value)> {
+    let once = |payload: &str, verbose: bool| -> Result<(f64, Value, String)> {
         let t = Instant::now();
         let mut child = Command::new(&binary)
             .arg("--config")
             .arg(&config)
+            .args(verbose.then_some("-v"))
             .args(["hook", "claude-code", "UserPromptSubmit"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if verbose {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .spawn()?;
         child
             .stdin
@@ -118,46 +125,119 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         if !out.status.success() {
             bail!("the hook exited {}", out.status);
         }
-        Ok((ms, serde_json::from_slice(&out.stdout)?))
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        Ok((ms, serde_json::from_slice(&out.stdout)?, stderr))
     };
-    // Warm the page cache and check the answer once.
-    for _ in 0..3 {
-        once(&payload)?;
+    // One path: warm the page cache, check the answer and how it was made, then time `runs`.
+    let path = |name: &str, via: &str| -> Result<(Vec<f64>, Value)> {
+        for _ in 0..3 {
+            once(&payload, false)?;
+        }
+        let (_, answer, said) = once(&payload, true)?;
+        if !said.contains(via) {
+            bail!("the {name} path did not recall {via:?}: {said}");
+        }
+        let context = answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap_or_default();
+        if !context.contains("压测记忆") {
+            bail!("the prompt hook recalled nothing at {MEMORIES} memories: {answer}");
+        }
+        for line in said.lines() {
+            eprintln!("xtask: {name}: {line}");
+        }
+        let mut ms = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            ms.push(once(&payload, false)?.0);
+        }
+        Ok((ms, answer))
+    };
+    let (direct, direct_answer) = path("no server", "from the store")?;
+    let mut server = start_server(&binary, &config, dir.path())?;
+    let socket = path("server", "through the server");
+    let _ = server.stdin.take();
+    let stopped = server.wait();
+    let (socket, socket_answer) = socket?;
+    stopped?;
+    if socket_answer != direct_answer {
+        bail!("the socket's answer differs from the store's:\n{socket_answer}\n{direct_answer}");
     }
-    let (_, answer) = once(&payload)?;
-    let context = answer["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap_or_default();
-    if !context.contains("压测记忆") {
-        bail!("the prompt hook recalled nothing at {MEMORIES} memories: {answer}");
-    }
-    let mut ms = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        ms.push(once(&payload)?.0);
-    }
-    let mut sorted = ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let pick = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
     let label = model.as_deref().unwrap_or("hash");
-    println!(
-        "prompt hook end to end, {MEMORIES} memories, {label} embedder, {runs} runs: \
-         p50 {:.1} ms, p90 {:.1} ms, min {:.1} ms, max {:.1} ms",
-        pick(0.5),
-        pick(0.9),
-        sorted[0],
-        sorted[sorted.len() - 1]
-    );
+    let mut report = json!({"memories": MEMORIES, "embedder": label, "runs": runs});
+    for (name, ms) in [("no_server", &direct), ("server", &socket)] {
+        let stats = Stats::of(ms);
+        println!(
+            "prompt hook end to end, {MEMORIES} memories, {label} embedder, {runs} runs, {}: \
+             p50 {:.1} ms, p90 {:.1} ms, min {:.1} ms, max {:.1} ms",
+            name.replace('_', " "),
+            stats.p50,
+            stats.p90,
+            stats.min,
+            stats.max
+        );
+        report[name] = json!({
+            "p50_ms": stats.p50, "p90_ms": stats.p90, "min_ms": stats.min,
+            "max_ms": stats.max, "ms": ms,
+        });
+    }
     let out = root.join("target/coral-bench");
     std::fs::create_dir_all(&out)?;
     let file = out.join(format!("hook-{label}.json"));
-    std::fs::write(
-        &file,
-        serde_json::to_string_pretty(&json!({
-            "memories": MEMORIES, "embedder": label, "runs": runs,
-            "p50_ms": pick(0.5), "p90_ms": pick(0.9),
-            "min_ms": sorted[0], "max_ms": sorted[sorted.len() - 1], "ms": ms,
-        }))?,
-    )?;
+    std::fs::write(&file, serde_json::to_string_pretty(&report)?)?;
     eprintln!("xtask: wrote {}", file.display());
     Ok(())
+}
+
+/// The median, p90 and range of some timings.
+struct Stats {
+    p50: f64,
+    p90: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Stats {
+    fn of(ms: &[f64]) -> Stats {
+        let mut sorted = ms.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let pick = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+        Stats {
+            p50: pick(0.5),
+            p90: pick(0.9),
+            min: sorted[0],
+            max: sorted[sorted.len() - 1],
+        }
+    }
+}
+
+/// `coral mcp` in the background as Claude Code runs it (stdin kept open), once it owns the
+/// data directory's recall socket.
+fn start_server(binary: &Path, config: &Path, dir: &Path) -> Result<Child> {
+    let mut child = Command::new(binary)
+        .arg("--config")
+        .arg(config)
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let socket = dir.join("memory_data/.coral.sock");
+    let started = Instant::now();
+    while !socket.exists() {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "coral mcp exited {status} before listening on {}",
+                socket.display()
+            );
+        }
+        if started.elapsed().as_secs() > 120 {
+            let _ = child.kill();
+            bail!(
+                "coral mcp did not listen on {} within 120 s",
+                socket.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(child)
 }

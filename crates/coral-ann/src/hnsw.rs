@@ -569,17 +569,26 @@ impl AnnIndex {
 
     /// HNSW's neighbour heuristic: from candidates sorted best first, keep one only if it is
     /// closer to the base than to every one kept so far (links spread in every direction), at
-    /// most `m`.
+    /// most `m`; then fill the list up to `m` with the pruned candidates, best first (the
+    /// paper's "keep pruned connections"). Without the fill, a node with a near-twin keeps
+    /// that twin alone (every other candidate is closer to the twin), and when a full list is
+    /// pruned again the pair can end up linking only to each other: a search entering either
+    /// one saw nothing else (`follows_a_model_under_random_operations` found such a pair).
     fn select(&self, candidates: &[Near], m: usize) -> Vec<u32> {
         let mut kept: Vec<u32> = Vec::with_capacity(m);
+        let mut pruned: Vec<u32> = Vec::new();
         for &Near(sim, c) in candidates {
             if kept.len() >= m {
                 break;
             }
             if kept.iter().all(|&r| self.sim_nodes(c, r) < sim) {
                 kept.push(c);
+            } else {
+                pruned.push(c);
             }
         }
+        let room = m.saturating_sub(kept.len());
+        kept.extend(pruned.into_iter().take(room));
         kept
     }
 

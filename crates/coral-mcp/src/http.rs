@@ -200,7 +200,12 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
         coral: Arc::clone(&coral),
         registry: Arc::new(registry),
     });
-    runtime.block_on(async move {
+    let socket = {
+        let _runtime = runtime.enter();
+        crate::recall::RecallSocket::start(Arc::clone(&coral))
+    };
+    errln!("coral: {}", socket.state());
+    let served = runtime.block_on(async move {
         let addr = SocketAddr::new(options.host, options.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -216,7 +221,9 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
             .with_graceful_shutdown(shutdown_signal())
             .await
             .context("HTTP server failed")
-    })?;
+    });
+    runtime.block_on(socket.close());
+    served?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match Arc::try_unwrap(coral) {
         Ok(coral) => {

@@ -1,5 +1,6 @@
 //! Coral's interfaces: the tool registry that the MCP server and the HTTP sidecar both serve
-//! (schemas, argument validation, handlers), and those two servers. The `coral` binary is the
+//! (schemas, argument validation, handlers), those two servers, and the recall the client
+//! hooks use (in process or over a server's recall socket). The `coral` binary is the
 //! command line over them; a Rust program embedding Coral can serve the built-in tools next to
 //! its own.
 //!
@@ -43,6 +44,9 @@ pub mod http_guard;
 pub mod mcp;
 pub mod mcp_http;
 pub mod mcp_surface;
+pub mod project;
+pub mod recall;
+mod session_project;
 mod stdio_frames;
 mod stdio_transport;
 pub mod tools;

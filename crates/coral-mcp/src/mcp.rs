@@ -11,14 +11,17 @@ use std::sync::Arc;
 use anyhow::Context;
 use coral::Coral;
 
+use crate::recall::RecallSocket;
+use crate::session_project::SessionProject;
 use crate::tools::{Pin, Registry, Scope, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -66,12 +69,14 @@ pub fn to_result(outcome: Result<Value, ToolError>) -> Result<CallToolResult, Mc
 }
 
 /// One MCP session's handler: the store, the tools and the resource and prompt views over them
-/// (`mcp_surface.rs`). Cloned per session by the Streamable HTTP server (`mcp_http.rs`).
+/// (`mcp_surface.rs`), and the session's project under `--project auto`. The Streamable HTTP
+/// server (`mcp_http.rs`) makes one per session with [`CoralServer::for_session`].
 #[derive(Clone)]
 pub(crate) struct CoralServer {
     coral: Arc<Coral>,
     registry: Arc<Registry>,
     tools: Arc<Vec<Tool>>,
+    session: Arc<SessionProject>,
 }
 
 impl CoralServer {
@@ -81,17 +86,40 @@ impl CoralServer {
             coral,
             tools: Arc::new(tool_list(&registry)),
             registry,
+            session: Arc::new(SessionProject::new()),
         }
     }
 
-    /// Run `f` with the store and registry on the blocking pool.
+    /// The same store and tools for a new session, which knows nothing of its client's roots
+    /// yet.
+    pub(crate) fn for_session(&self) -> CoralServer {
+        CoralServer {
+            session: Arc::new(SessionProject::new()),
+            ..self.clone()
+        }
+    }
+
+    /// The project of this session's calls that name none: the client's roots' under
+    /// `--project auto` once known, else the registry's.
+    async fn project(&self) -> Option<String> {
+        let scope = self.registry.project();
+        if scope.is_auto()
+            && let Some(from_roots) = self.session.roots_project().await
+        {
+            return from_roots;
+        }
+        scope.default_project().map(String::from)
+    }
+
+    /// Run `f` with the store, the registry and the session's project on the blocking pool.
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Registry, &Coral) -> Result<T, McpError> + Send + 'static,
+        f: impl FnOnce(&Registry, &Coral, Option<&str>) -> Result<T, McpError> + Send + 'static,
     ) -> Result<T, McpError> {
         let coral = Arc::clone(&self.coral);
         let registry = Arc::clone(&self.registry);
-        tokio::task::spawn_blocking(move || f(&registry, &coral))
+        let project = self.project().await;
+        tokio::task::spawn_blocking(move || f(&registry, &coral, project.as_deref()))
             .await
             .map_err(|e| McpError::internal_error(format!("task failed: {e}"), None))?
     }
@@ -117,6 +145,35 @@ impl ServerHandler for CoralServer {
             )
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // Calls made before the roots arrive wait for them (session_project.rs).
+        if self.registry.project().is_auto() && request.capabilities.roots.is_some() {
+            self.session.expect();
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let roots = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if self.registry.project().is_auto() && roots {
+            self.session.refresh(&context.peer).await;
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if self.registry.project().is_auto() {
+            self.session.refresh(&context.peer).await;
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -130,16 +187,16 @@ impl ServerHandler for CoralServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let coral = Arc::clone(&self.coral);
-        let registry = Arc::clone(&self.registry);
         let name = request.name.to_string();
-        if registry.get(&name).is_some_and(|t| !t.on_mcp()) {
+        if self.registry.get(&name).is_some_and(|t| !t.on_mcp()) {
             return to_result(Err(ToolError::UnknownTool(name))).map(CallToolResponse::from);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let outcome = tokio::task::spawn_blocking(move || registry.call(&coral, &name, &args))
-            .await
-            .map_err(|e| McpError::internal_error(format!("tool task failed: {e}"), None))?;
+        let outcome = self
+            .blocking(move |registry, coral, project| {
+                Ok(registry.call_in(coral, &name, &args, project))
+            })
+            .await?;
         to_result(outcome).map(CallToolResponse::from)
     }
 
@@ -170,7 +227,9 @@ impl ServerHandler for CoralServer {
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.clone();
         let contents = self
-            .blocking(move |registry, coral| crate::mcp_surface::read(registry, coral, &uri))
+            .blocking(move |registry, coral, project| {
+                crate::mcp_surface::read(registry, coral, project, &uri)
+            })
             .await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
@@ -193,8 +252,8 @@ impl ServerHandler for CoralServer {
         let name = request.name.clone();
         let arguments = request.arguments.clone();
         let result = self
-            .blocking(move |registry, coral| {
-                crate::mcp_surface::get_prompt(registry, coral, &name, arguments.as_ref())
+            .blocking(move |registry, coral, project| {
+                crate::mcp_surface::get_prompt(registry, coral, project, &name, arguments.as_ref())
             })
             .await?;
         Ok(result.into())
@@ -220,6 +279,11 @@ pub fn serve_with(coral: Coral, registry: Registry) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     let coral = Arc::new(coral);
     let server = CoralServer::new(Arc::clone(&coral), Arc::new(registry));
+    let socket = {
+        let _runtime = runtime.enter();
+        RecallSocket::start(Arc::clone(&coral))
+    };
+    errln!("coral: {}", socket.state());
     let (transport, writer) = crate::stdio_transport::start(std::io::stdin(), std::io::stdout());
     let session = runtime.block_on(async move {
         let running = match server.serve(transport).await {
@@ -235,6 +299,7 @@ pub fn serve_with(coral: Coral, registry: Registry) -> anyhow::Result<()> {
         errln!("coral: MCP session ended ({reason:?})");
         anyhow::Ok(())
     });
+    runtime.block_on(socket.close());
     // Dropping the runtime's tasks drops the last handles on the writer's queue.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     let closed = match Arc::try_unwrap(coral) {

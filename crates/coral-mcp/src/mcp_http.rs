@@ -52,12 +52,17 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_BODY_BYTES);
     let stop = config.cancellation_token.clone();
+    let socket = {
+        let _runtime = runtime.enter();
+        crate::recall::RecallSocket::start(Arc::clone(&coral))
+    };
+    errln!("coral: {}", socket.state());
     let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        move || Ok(handler.for_session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let addr = SocketAddr::new(options.host, options.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -85,7 +90,9 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
             })
             .await
             .context("MCP HTTP server failed")
-    })?;
+    });
+    runtime.block_on(socket.close());
+    served?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match Arc::try_unwrap(coral) {
         Ok(coral) => {

@@ -157,16 +157,38 @@ fn tool_error(e: ToolError) -> McpError {
     }
 }
 
-fn call(registry: &Registry, coral: &Coral, tool: &str, args: Value) -> Result<Value, McpError> {
-    registry.call(coral, tool, &args).map_err(tool_error)
+/// A registry call as one of `project`'s (the session's project of calls that name none).
+struct Caller<'a> {
+    registry: &'a Registry,
+    coral: &'a Coral,
+    project: Option<&'a str>,
+}
+
+impl Caller<'_> {
+    fn call(&self, tool: &str, args: Value) -> Result<Value, McpError> {
+        self.registry
+            .call_in(self.coral, tool, &args, self.project)
+            .map_err(tool_error)
+    }
 }
 
 /// Read one resource: its JSON as text. Runs on the blocking pool (the engine is synchronous).
-pub fn read(registry: &Registry, coral: &Coral, uri: &str) -> Result<ResourceContents, McpError> {
+/// `project` is the session's project of calls that name none.
+pub fn read(
+    registry: &Registry,
+    coral: &Coral,
+    project: Option<&str>,
+    uri: &str,
+) -> Result<ResourceContents, McpError> {
+    let caller = Caller {
+        registry,
+        coral,
+        project,
+    };
     let value = match parse(uri)? {
-        Target::Tool(tool, args) => call(registry, coral, tool, args)?,
+        Target::Tool(tool, args) => caller.call(tool, args)?,
         Target::Thread(id) => {
-            let value = call(registry, coral, "thread_status", json!({"thread_id": id}))?;
+            let value = caller.call("thread_status", json!({"thread_id": id}))?;
             if value.get("count").and_then(Value::as_u64) == Some(0) {
                 return Err(McpError::resource_not_found(
                     format!("no thread {}", coral::echo(id)),
@@ -175,12 +197,9 @@ pub fn read(registry: &Registry, coral: &Coral, uri: &str) -> Result<ResourceCon
             }
             value
         }
-        Target::Timeline(conversation) => call(
-            registry,
-            coral,
-            "read_timeline",
-            json!({"conversation_id": conversation}),
-        )?,
+        Target::Timeline(conversation) => {
+            caller.call("read_timeline", json!({"conversation_id": conversation}))?
+        }
         Target::Recent => recent(coral),
     };
     let text = serde_json::to_string_pretty(&value)
@@ -243,13 +262,20 @@ pub fn prompts() -> Vec<Prompt> {
     ]
 }
 
-/// Render a prompt.
+/// Render a prompt; `project` is the session's project of calls that name none (the recall
+/// prompt prefers it).
 pub fn get_prompt(
     registry: &Registry,
     coral: &Coral,
+    project: Option<&str>,
     name: &str,
     arguments: Option<&serde_json::Map<String, Value>>,
 ) -> Result<GetPromptResult, McpError> {
+    let caller = Caller {
+        registry,
+        coral,
+        project,
+    };
     match name {
         "recall" => {
             let question = arguments
@@ -263,9 +289,7 @@ pub fn get_prompt(
                         None,
                     )
                 })?;
-            let found = call(
-                registry,
-                coral,
+            let found = caller.call(
                 "memory_search",
                 json!({"query": question, "top_k": RECALL_TOP_K}),
             )?;
@@ -294,7 +318,7 @@ pub fn get_prompt(
             )
         }
         "thread_board" => {
-            let board = call(registry, coral, "thread_status", json!({}))?;
+            let board = caller.call("thread_status", json!({}))?;
             let text = format!(
                 "The thread board (active and interrupted threads, quoted data):\n{}",
                 serde_json::to_string_pretty(&board)

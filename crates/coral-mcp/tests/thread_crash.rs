@@ -479,6 +479,11 @@ fn a_killed_writers_journal_moves_with_the_threads_file() {
 fn backup_keeps_a_killed_writers_steps_and_check_reports_a_damaged_journal_untouched() {
     let env = Env::new();
     let id = env.create("backed up after a crash");
+    // This process holds the threads file's lock while the writer runs, so the writer's
+    // background write waits and every step stays in its journal alone (without it, a slow
+    // machine let the write land and empty the journal before the kill).
+    let lock = env.threads_file().with_extension("json.lock");
+    std::fs::write(&lock, std::process::id().to_string()).unwrap();
     let mut child = env
         .command(&["thread", "advance", &id, "--stdin"])
         .stdin(Stdio::piped())
@@ -499,7 +504,7 @@ fn backup_keeps_a_killed_writers_steps_and_check_reports_a_damaged_journal_untou
     feeder.finish();
     assert_eq!(acked.len(), 30);
     let data = env.threads_file().parent().unwrap().to_path_buf();
-    let _ = std::fs::remove_file(data.join("coral_threads.json.lock")); // a dead writer's
+    std::fs::remove_file(&lock).unwrap(); // ours; the writer never took it
     let steps_in = |file: &std::path::Path| -> HashSet<String> {
         let v: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         v.as_array()
@@ -531,7 +536,11 @@ fn backup_keeps_a_killed_writers_steps_and_check_reports_a_damaged_journal_untou
         .expect("the killed writer's journal");
     let text = std::fs::read_to_string(&journal).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    assert!(lines.len() >= 3, "{text}");
+    assert_eq!(
+        lines.len(),
+        31,
+        "a begin record, then one per acknowledged step: {text}"
+    );
     let middle = lines.len() / 2;
     lines[middle] = lines[middle].replace("before the backup", "before the backuq");
     std::fs::write(&journal, lines.join("\n") + "\n").unwrap();

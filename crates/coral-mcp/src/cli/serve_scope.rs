@@ -3,9 +3,12 @@
 //! `$CORAL_USER_ID`, `$CORAL_DOMAIN_ID`, `$CORAL_CONVERSATION_ID`, else `timeline.pin.*` of the
 //! config, else the default user. Every namespace only with `--any-namespace` (or
 //! `$CORAL_ANY_NAMESPACE=1`, `timeline.pin.any_namespace`), which over HTTP needs a token.
+//! Beside the namespace, the project of memory calls that name none: `--project`, else
+//! `memory.project` (docs/servers.md, "Projects").
 
 use clap::Args;
 use coral::Config;
+use coral_mcp::project::ProjectScope;
 use coral_mcp::tools::{Pin, Registry, Scope};
 
 /// Which namespace a server serves, and what its MCP clients may do beyond reading.
@@ -35,6 +38,11 @@ pub struct ServeScope {
     /// memories; default timeline.policy.forget_over_mcp).
     #[arg(long)]
     allow_forget: bool,
+    /// Tag inserts with this project and prefer it in searches when a call names none:
+    /// `auto` = the client's workspace (its MCP roots, else the git root or directory the
+    /// server starts in), `""` = none (default memory.project).
+    #[arg(long, value_name = "NAME|auto")]
+    project: Option<String>,
 }
 
 /// An environment variable, empty counting as unset.
@@ -100,10 +108,25 @@ impl ServeScope {
         .map(Scope::Pinned)
     }
 
-    /// The registry `coral mcp` serves: pinned (or not), and with `timeline_forget` when the
-    /// operator allows it.
+    /// The project of calls that name none: `--project`, else `memory.project`, `auto`
+    /// resolved against the directory the server starts in.
+    pub fn project(&self, config: &Config) -> Result<ProjectScope, String> {
+        let value = self.project.as_deref().unwrap_or(&config.memory.project);
+        let here = std::env::current_dir().unwrap_or_else(|_| "/".into());
+        let flag = if self.project.is_some() {
+            "--project"
+        } else {
+            "memory.project"
+        };
+        ProjectScope::parse(value, &here).map_err(|e| format!("{flag}: {e}"))
+    }
+
+    /// The registry `coral mcp` serves: pinned (or not), with `timeline_forget` when the
+    /// operator allows it, and the project of calls that name none.
     pub fn mcp_registry(&self, config: &Config) -> Result<Registry, String> {
-        let mut registry = Registry::builtin().with_scope(self.scope(config)?);
+        let mut registry = Registry::builtin()
+            .with_scope(self.scope(config)?)
+            .with_project(self.project(config)?);
         if self.allow_forget || config.timeline.policy.forget_over_mcp {
             registry
                 .expose_on_mcp("timeline_forget")
@@ -131,6 +154,8 @@ impl ServeScope {
                     .into(),
             );
         }
-        Ok(Registry::builtin().with_scope(scope))
+        Ok(Registry::builtin()
+            .with_scope(scope)
+            .with_project(self.project(config)?))
     }
 }

@@ -16,6 +16,8 @@ mod timeline;
 
 pub use scope::{Pin, Scope};
 
+use crate::project::ProjectScope;
+
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -311,6 +313,8 @@ pub fn tools() -> &'static [ToolDef] {
 pub struct Registry {
     tools: Vec<ToolDef>,
     scope: Scope,
+    /// The project of calls that name none (docs/servers.md, "Projects").
+    project: ProjectScope,
     /// Each tool's annotations, by name (every built-in tool has them; see `annotations.rs`).
     annotations: std::collections::BTreeMap<&'static str, Annotations>,
 }
@@ -328,6 +332,7 @@ impl Registry {
             tools,
             annotations,
             scope: Scope::Any,
+            project: ProjectScope::None,
         }
     }
 
@@ -354,6 +359,18 @@ impl Registry {
     /// The namespaces this registry answers for.
     pub fn scope(&self) -> &Scope {
         &self.scope
+    }
+
+    /// The same tools tagging inserts with `project` and preferring it in searches when a
+    /// call names no project.
+    pub fn with_project(mut self, project: ProjectScope) -> Registry {
+        self.project = project;
+        self
+    }
+
+    /// The project of calls that name none.
+    pub fn project(&self) -> &ProjectScope {
+        &self.project
     }
 
     /// Serve the HTTP-only tool `name` to MCP clients too (an operator's choice, such as
@@ -412,19 +429,55 @@ impl Registry {
     }
 
     /// Run the tool `name` with JSON `args` (an object, or null for none): the registry's
-    /// [`Scope`] is applied and the arguments are checked against the tool's declaration
-    /// first, and errors and refusals are cut to a bounded size.
+    /// [`Scope`] and project are applied and the arguments are checked against the tool's
+    /// declaration first, and errors and refusals are cut to a bounded size.
     pub fn call(&self, coral: &Coral, name: &str, args: &Value) -> Result<Value, ToolError> {
+        self.call_in(coral, name, args, self.project.default_project())
+    }
+
+    /// [`Registry::call`] with `project` as the project of a call that names none (an MCP
+    /// session whose client's roots name its workspace).
+    pub fn call_in(
+        &self,
+        coral: &Coral,
+        name: &str,
+        args: &Value,
+        project: Option<&str>,
+    ) -> Result<Value, ToolError> {
         let tool = self
             .get(name)
             .ok_or_else(|| ToolError::UnknownTool(name.to_string()))?;
         let args = self.scope.apply(tool, args).map_err(ToolError::bounded)?;
+        let args = with_project(tool, args, project);
         let args = validate(tool, &args).map_err(ToolError::bounded)?;
         tool.handler
             .run(coral, &args)
             .map(bound_refusal)
             .map_err(ToolError::bounded)
     }
+}
+
+/// `args` with `project` filled in when the tool takes a project and the call names none
+/// (absent or null; an explicit `""` asks for shared memories and is kept).
+fn with_project<'a>(
+    tool: &ToolDef,
+    args: std::borrow::Cow<'a, Value>,
+    project: Option<&str>,
+) -> std::borrow::Cow<'a, Value> {
+    let Some(project) = project else {
+        return args;
+    };
+    if !tool.args.iter().any(|a| a.name == "project") {
+        return args;
+    }
+    let mut map = match &*args {
+        Value::Object(m) if m.get("project").is_some_and(|v| !v.is_null()) => return args,
+        Value::Object(m) => m.clone(),
+        Value::Null => Map::new(),
+        _ => return args,
+    };
+    map.insert("project".into(), Value::String(project.to_string()));
+    std::borrow::Cow::Owned(Value::Object(map))
 }
 
 /// `coral.call_tool(name, args)`: the built-in tools called from Rust.

@@ -77,6 +77,11 @@ pub struct HooksConfig {
     pub capture: String,
     /// Characters of an answer kept in a captured memory (the timeline keeps it whole).
     pub capture_max_chars: usize,
+    /// Servers (`coral mcp`, `coral mcp --http`, `coral http`) answer the prompt hook's recall
+    /// on a Unix socket in the data directory, and `coral hook` and `coral recall` ask there
+    /// before opening the store themselves (docs/hooks.md, "Speed"). Read when a server
+    /// starts.
+    pub recall_socket: bool,
 }
 
 impl Default for HooksConfig {
@@ -92,6 +97,7 @@ impl Default for HooksConfig {
             snapshot_max_tokens: 1500,
             capture: "timeline".into(),
             capture_max_chars: 2000,
+            recall_socket: true,
         }
     }
 }

@@ -94,6 +94,10 @@ pub struct MemoryConfig {
     pub cold_scan_lines: usize,
     /// Items per project kept by governance (0 = no quota).
     pub project_quota: usize,
+    /// The project servers and hooks tag inserts with and prefer in searches when a call names
+    /// none (docs/servers.md, "Projects"): `""` none, `"auto"` the client's workspace (its MCP
+    /// roots, else the git root or the directory it runs in), else that name.
+    pub project: String,
 }
 
 impl Default for MemoryConfig {
@@ -112,6 +116,7 @@ impl Default for MemoryConfig {
             distill_min_cluster: 3,
             cold_scan_lines: 0,
             project_quota: 0,
+            project: String::new(),
         }
     }
 }

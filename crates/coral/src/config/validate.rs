@@ -115,6 +115,17 @@ impl Config {
             p.push(format!("timeline.timezone: {e}"));
         }
         self.hooks.problems(&mut p);
+        let project = self.memory.project.trim();
+        if self.memory.project.len() > 256
+            || self.memory.project.chars().any(char::is_control)
+            || project != self.memory.project
+        {
+            p.push(format!(
+                "memory.project = {} must be \"\", \"auto\" or a project name of at most 256 \
+                 bytes without control characters or surrounding spaces",
+                crate::echo(&self.memory.project)
+            ));
+        }
         if s.wal_max_bytes < 4096 {
             p.push(format!(
                 "storage.wal_max_bytes = {} must be at least 4096",

@@ -1,11 +1,14 @@
 //! Capture at the end of a turn, before a compaction and at the end of a session (docs/hooks.md,
 //! "Capture"): each finished exchange into the timeline (one turn, `coral:` + the prompt line's
-//! id) and/or the memory pool (one memory), per `hooks.capture`. A capture already made is
+//! id) and/or the memory pool (one memory, tagged with the session's project), per
+//! `hooks.capture`. A capture already made is
 //! found and left alone, so the three events may capture the same exchange in any order, any
 //! number of times, and it is stored once.
 
 use coral::timeline::{BeginTurn, CompleteTurn, EntryInput, Namespace, TimelineError, TurnStatus};
 use coral::{CaptureTarget, Coral, InsertOptions};
+
+use coral_mcp::recall::cut_bytes;
 
 use super::transcript::Exchange;
 
@@ -16,6 +19,16 @@ pub fn namespace(client: &str, session_id: &str) -> Namespace {
         domain_id: client.to_string(),
         ..Namespace::new(coral::timeline::DEFAULT_ID, session_id)
     }
+}
+
+/// Whose exchanges are captured.
+pub struct Session<'a> {
+    /// The client (the timeline's domain).
+    pub client: &'a str,
+    /// The client's session (the timeline's conversation).
+    pub session_id: &'a str,
+    /// The project captured memories are tagged with.
+    pub project: Option<&'a str>,
 }
 
 /// What one capture did.
@@ -31,17 +44,16 @@ pub struct Captured {
     pub unanswered: usize,
 }
 
-/// Capture `exchanges` of `session_id` where `target` says.
+/// Capture `exchanges` of `session` where `target` says.
 pub fn capture(
     coral: &Coral,
-    client: &str,
-    session_id: &str,
+    session: &Session,
     exchanges: &[Exchange],
     target: CaptureTarget,
     max_chars: usize,
 ) -> Result<Captured, String> {
     let mut done = Captured::default();
-    let ns = namespace(client, session_id);
+    let ns = namespace(session.client, session.session_id);
     let timeline = if target.timeline() {
         Some(coral.timeline().map_err(|e| format!("the timeline: {e}"))?)
     } else {
@@ -60,7 +72,8 @@ pub fn capture(
             }
         }
         if target.memory() {
-            let stored = capture_memory(coral, x, max_chars).map_err(|e| e.to_string())?;
+            let stored =
+                capture_memory(coral, x, max_chars, session.project).map_err(|e| e.to_string())?;
             new |= stored;
             if stored {
                 done.memories += 1;
@@ -106,7 +119,7 @@ fn capture_turn(
             let begin = BeginTurn {
                 stimuli: vec![EntryInput {
                     timestamp: x.prompt_at,
-                    ..EntryInput::user(super::recall::cut_bytes(&x.prompt, TEXT_LIMIT))
+                    ..EntryInput::user(cut_bytes(&x.prompt, TEXT_LIMIT))
                 }],
                 turn_id: Some(id.clone()),
                 ..BeginTurn::default()
@@ -121,7 +134,7 @@ fn capture_turn(
             (Some(p), Some(a)) => Some(a.max(p)),
             (p, a) => a.or(p),
         },
-        ..CompleteTurn::answer(super::recall::cut_bytes(&x.answer, TEXT_LIMIT))
+        ..CompleteTurn::answer(cut_bytes(&x.answer, TEXT_LIMIT))
     };
     t.complete_turn(ns, &id, &answer, now)?;
     Ok(true)
@@ -131,7 +144,12 @@ fn capture_turn(
 const TEXT_LIMIT: usize = 60_000;
 
 /// Store `x` as one memory unless it is stored already; whether it was new.
-fn capture_memory(coral: &Coral, x: &Exchange, max_chars: usize) -> coral::Result<bool> {
+fn capture_memory(
+    coral: &Coral,
+    x: &Exchange,
+    max_chars: usize,
+    project: Option<&str>,
+) -> coral::Result<bool> {
     let (prompt, _) = coral::preview(&x.prompt, max_chars);
     let (answer, _) = coral::preview(&x.answer, max_chars);
     let text = format!("User: {prompt}\nAssistant: {answer}");
@@ -150,6 +168,7 @@ fn capture_memory(coral: &Coral, x: &Exchange, max_chars: usize) -> coral::Resul
             &text,
             InsertOptions {
                 timestamp: at.filter(|t| *t <= coral::unix_now()),
+                project: project.map(String::from),
                 ..InsertOptions::default()
             },
         )?

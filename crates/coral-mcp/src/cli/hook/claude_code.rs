@@ -14,8 +14,9 @@ use std::io::Read;
 use serde_json::{Value, json};
 
 use super::payload::Payload;
-use super::{capture, recall, snapshot, transcript};
-use coral::Coral;
+use super::source::Source;
+use super::{capture, snapshot, transcript};
+use coral_mcp::recall::{self, Params};
 
 /// The `domain_id` captured turns are recorded under in the timeline.
 pub const CLIENT: &str = "claude-code";
@@ -91,13 +92,10 @@ impl Answer {
     }
 }
 
-/// Answer `event` (Claude Code's name) with the payload read from `input`, opening Coral with
-/// `open` once the payload has been checked.
-pub fn answer(
-    event: &str,
-    input: impl Read,
-    open: impl FnOnce() -> Result<Coral, String>,
-) -> Answer {
+/// Answer `event` (Claude Code's name) with the payload read from `input`, reading the config
+/// and opening the store through `source` only once the payload has been checked, and only as
+/// far as the event needs.
+pub fn answer(event: &str, input: impl Read, source: &mut Source) -> Answer {
     let Some(event) = Event::parse(event) else {
         let names: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
         return Answer::nothing(format!(
@@ -122,18 +120,17 @@ pub fn answer(
         Err(e) => return Answer::nothing(e),
         _ => {}
     }
-    let coral = match open() {
-        Ok(c) => c,
-        Err(e) => return Answer::nothing(e),
-    };
-    let result = match event {
-        Event::SessionStart => session_start(&coral),
-        Event::UserPromptSubmit => user_prompt(&coral, &payload),
-        Event::Stop | Event::PreCompact | Event::SessionEnd => {
-            capture_event(&coral, &payload, event)
-        }
-    };
-    if let Some(why) = coral.unrecorded() {
+    let result = payload
+        .str("cwd")
+        .and_then(|cwd| source.project(cwd))
+        .and_then(|project| match event {
+            Event::SessionStart => session_start(source, project.as_deref()),
+            Event::UserPromptSubmit => user_prompt(source, &payload, project),
+            Event::Stop | Event::PreCompact | Event::SessionEnd => {
+                capture_event(source, &payload, event, project.as_deref())
+            }
+        });
+    if let Some(why) = source.opened().and_then(|c| c.unrecorded()) {
         // Read-only store or a full disk: the answer stands, the note says what was not kept.
         let mut answer = result.unwrap_or_else(Answer::nothing);
         answer.notes.push(why);
@@ -146,19 +143,28 @@ fn context(event: Event, text: String) -> Value {
     json!({"hookSpecificOutput": {"hookEventName": event.name(), "additionalContext": text}})
 }
 
-fn session_start(coral: &Coral) -> Result<Answer, String> {
+fn session_start(source: &mut Source, project: Option<&str>) -> Result<Answer, String> {
+    let coral = source.coral()?;
     let hooks = &coral.config().hooks;
-    let text = snapshot::snapshot(coral, hooks).map_err(|e| e.to_string())?;
+    let text = snapshot::snapshot(coral, hooks, project).map_err(|e| e.to_string())?;
     Ok(Answer::output(text.map_or_else(
         || json!({}),
         |t| context(Event::SessionStart, t),
     )))
 }
 
-fn user_prompt(coral: &Coral, payload: &Payload) -> Result<Answer, String> {
+fn user_prompt(
+    source: &mut Source,
+    payload: &Payload,
+    project: Option<String>,
+) -> Result<Answer, String> {
     let prompt = payload.required_str("prompt")?;
-    let hooks = &coral.config().hooks;
-    let recalled = recall::recall(coral, prompt, hooks).map_err(|e| e.to_string())?;
+    let hooks = source.config()?.hooks.clone();
+    let params = Params {
+        project,
+        ..Params::from_hooks(&hooks)
+    };
+    let recalled = source.recall(prompt, &params)?;
     let text = recall::render(&recalled, hooks.recall_max_tokens);
     Ok(Answer::output(text.map_or_else(
         || json!({}),
@@ -166,8 +172,14 @@ fn user_prompt(coral: &Coral, payload: &Payload) -> Result<Answer, String> {
     )))
 }
 
-fn capture_event(coral: &Coral, payload: &Payload, event: Event) -> Result<Answer, String> {
+fn capture_event(
+    source: &mut Source,
+    payload: &Payload,
+    event: Event,
+    project: Option<&str>,
+) -> Result<Answer, String> {
     let session = payload.required_str("session_id")?;
+    let coral = source.coral()?;
     let target = coral.config().hooks.capture_target();
     let mut notes = Vec::new();
     let mut exchanges = match payload.str("transcript_path")? {
@@ -204,7 +216,17 @@ fn capture_event(coral: &Coral, payload: &Payload, event: Event) -> Result<Answe
         }
     }
     let max_chars = coral.config().hooks.capture_max_chars;
-    let done = capture::capture(coral, CLIENT, session, &exchanges, target, max_chars)?;
+    let done = capture::capture(
+        coral,
+        &capture::Session {
+            client: CLIENT,
+            session_id: session,
+            project,
+        },
+        &exchanges,
+        target,
+        max_chars,
+    )?;
     let info = vec![format!(
         "{}: captured {} turn(s) and {} memorie(s) ({}), {} already captured, {} without an \
          answer yet",

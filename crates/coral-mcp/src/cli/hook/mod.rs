@@ -2,20 +2,21 @@
 //! without the model asking. At session start a snapshot of the pinned memories and active
 //! threads, at each prompt the memories relevant to it, at the end of a turn, before a
 //! compaction and at the end of a session the exchange captured. A hook never blocks its
-//! client: whatever goes wrong, it answers `{}`, exits 0 and says why on stderr.
+//! client: whatever goes wrong, it answers `{}`, exits 0 and says why on stderr. The recall
+//! itself is the library's (`coral_mcp::recall`), asked of a running server when one answers
+//! (`source.rs`).
 
 mod capture;
 mod claude_code;
 mod payload;
-mod recall;
-mod relevance;
 mod snapshot;
+mod source;
 mod transcript;
 
 use std::io::Read;
 
 use clap::{Args, Parser, Subcommand};
-use coral::{Config, Coral};
+use coral_mcp::recall::{self, Params};
 use serde_json::json;
 
 use crate::cli::Cli;
@@ -30,6 +31,10 @@ pub enum HookClient {
     ClaudeCode {
         /// The hook event: SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd.
         event: String,
+        /// The project to prefer and tag captures with: a name, `auto` (the workspace of the
+        /// payload's cwd) or `""` (default memory.project).
+        #[arg(long, value_name = "NAME|auto")]
+        project: Option<String>,
     },
 }
 
@@ -47,6 +52,10 @@ pub struct RecallArgs {
     /// Least share of content words in common, 0 to 1 (default: hooks.min_relevance).
     #[arg(long)]
     pub min_relevance: Option<f64>,
+    /// Prefer this project's memories: a name, `auto` (the workspace of the current
+    /// directory) or `""` (default memory.project).
+    #[arg(long, value_name = "NAME|auto")]
+    pub project: Option<String>,
 }
 
 /// The command line, parsed as clap does, except that a `coral hook` command line that does not
@@ -69,43 +78,20 @@ pub fn parse_cli() -> Cli {
     }
 }
 
-/// Open Coral for a hook: the config must exist (a hook never creates one in the project
-/// directory the client runs it in), notices only with `-v`.
-fn open(cli: &Globals) -> Result<Coral, String> {
-    let path = Config::resolve_path(cli.config.as_deref());
-    if !path.exists() {
-        return Err(format!(
-            "no Coral config at {}; give --config (`coral setup claude-code` writes it into the \
-             hook entries)",
-            path.display()
-        ));
-    }
-    let mut loaded = Config::load(&path).map_err(|e| e.to_string())?;
-    if let Some(dir) = &cli.data_dir {
-        loaded.config.data_dir_override = Some(dir.clone());
-    }
-    let coral = Coral::open_loaded(loaded, &path).map_err(|e| e.to_string())?;
-    if cli.verbose {
-        for n in coral.notices() {
-            coral_mcp::errln!("coral hook: {n}");
-        }
-    }
-    Ok(coral)
-}
-
 /// `coral hook ...`: always exit 0.
 pub fn run(cli: &Globals, client: &HookClient) -> u8 {
     match client {
-        HookClient::ClaudeCode { event } => {
-            let answer = claude_code::answer(event, std::io::stdin().lock(), || open(cli));
+        HookClient::ClaudeCode { event, project } => {
+            let mut source = source::Source::new(cli, project.as_deref());
+            let answer = claude_code::answer(event, std::io::stdin().lock(), &mut source);
             println!("{}", answer.output);
             if !cli.quiet {
-                for n in &answer.notes {
+                for n in answer.notes.iter().chain(&source.notes) {
                     coral_mcp::errln!("coral hook: {n} (the client goes on without it)");
                 }
             }
             if cli.verbose {
-                for n in &answer.info {
+                for n in answer.info.iter().chain(&source.info) {
                     coral_mcp::errln!("coral hook: {n}");
                 }
             }
@@ -115,7 +101,8 @@ pub fn run(cli: &Globals, client: &HookClient) -> u8 {
 }
 
 /// `coral recall`: the context text, or with `--json` `{"prompt", "count", "memories",
-/// "context"}`. Unlike a hook this is an ordinary command: a failure exits non-zero.
+/// "context"}`. Unlike a hook this is an ordinary command: a failure exits non-zero. A
+/// running server answers when one owns the data directory's recall socket.
 pub fn recall(cli: &Globals, args: &RecallArgs) -> anyhow::Result<serde_json::Value> {
     let usage = |m: String| anyhow::Error::from(coral::Error::InvalidInput(m));
     let prompt = match (&args.prompt, args.stdin) {
@@ -135,8 +122,9 @@ pub fn recall(cli: &Globals, args: &RecallArgs) -> anyhow::Result<serde_json::Va
             ));
         }
     };
-    let coral = open(cli).map_err(anyhow::Error::msg)?;
-    let mut hooks = coral.config().hooks.clone();
+    let mut source = source::Source::new(cli, args.project.as_deref());
+    let hooks = source.config().map_err(anyhow::Error::msg)?.hooks.clone();
+    let mut params = Params::from_hooks(&hooks);
     if let Some(k) = args.top_k {
         if !(1..=coral::MAX_TOP_K).contains(&k) {
             return Err(usage(format!(
@@ -144,15 +132,27 @@ pub fn recall(cli: &Globals, args: &RecallArgs) -> anyhow::Result<serde_json::Va
                 coral::MAX_TOP_K
             )));
         }
-        hooks.recall_top_k = k;
+        params.top_k = k;
     }
     if let Some(r) = args.min_relevance {
         if !(0.0..=1.0).contains(&r) {
             return Err(usage(format!("--min-relevance {r} must be from 0 to 1")));
         }
-        hooks.min_relevance = r;
+        params.min_relevance = r;
     }
-    let recalled = recall::recall(&coral, &prompt, &hooks)?;
+    params.project = source.project(None).map_err(usage)?;
+    let recalled = source.recall(&prompt, &params).map_err(anyhow::Error::msg);
+    if !cli.quiet {
+        for n in &source.notes {
+            coral_mcp::errln!("coral: {n}");
+        }
+    }
+    if cli.verbose {
+        for n in &source.info {
+            coral_mcp::errln!("coral: {n}");
+        }
+    }
+    let recalled = recalled?;
     let context = recall::render(&recalled, hooks.recall_max_tokens);
     Ok(json!({
         "prompt": prompt,

@@ -1,19 +1,29 @@
 //! The session-start snapshot (docs/hooks.md, "Session start"): the pinned memories (at or
-//! above `hooks.snapshot_min_importance`) and the active threads, as quoted data, the same
+//! above `hooks.snapshot_min_importance`; with a project, its own and the shared ones) and the
+//! active threads, as quoted data, the same
 //! bytes for the same memories and threads. Nothing in it depends on the clock, on heat or on
 //! access counts, so searches and the passing of time leave it as it was and a client's
 //! prompt cache keeps its prefix.
 
 use coral::{Coral, HooksConfig, Memory, ThreadStatus, ThreadView};
 
-use super::recall::tokens;
+use coral_mcp::recall::tokens;
 
-/// The snapshot text, `None` when there are neither pinned memories nor active threads.
-pub fn snapshot(coral: &Coral, hooks: &HooksConfig) -> coral::Result<Option<String>> {
+/// The snapshot text, `None` when there are neither pinned memories nor active threads. With
+/// a `project`, other projects' memories are left out.
+pub fn snapshot(
+    coral: &Coral,
+    hooks: &HooksConfig,
+    project: Option<&str>,
+) -> coral::Result<Option<String>> {
     let mut pinned: Vec<Memory> = coral
         .export()
         .into_iter()
         .filter(|m| m.item.importance >= hooks.snapshot_min_importance)
+        .filter(|m| match (project, m.item.project.as_deref()) {
+            (Some(p), Some(own)) => own == p,
+            _ => true,
+        })
         .collect();
     // Most important first, then oldest, then by id: an order no read changes.
     pinned.sort_by(|a, b| {

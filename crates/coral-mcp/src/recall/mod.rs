@@ -1,14 +1,83 @@
 //! The memories for one prompt (docs/hooks.md, "Recall"): a search that counts no access,
 //! kept to the memories relevant enough on their content (`relevance.rs`) and to a token
-//! budget, rendered as quoted data for the model.
+//! budget, rendered as quoted data for the model. The prompt hook (`coral hook`) and
+//! `coral recall` run it in their own process, or ask a running server for it over the recall
+//! socket (`socket.rs`, `client.rs`, the wire format in `wire.rs`), which gives the same
+//! memories in the same order without opening the store.
+
+mod client;
+mod relevance;
+mod socket;
+mod wire;
+
+pub use client::{Asked, ask};
+pub use socket::{RecallSocket, SocketState};
+pub use wire::{MAX_REQUEST_BYTES, PROTOCOL, Request, socket_path};
 
 use coral::{Coral, HooksConfig, SearchOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::relevance::{content_words, overlap};
+use relevance::{content_words, overlap};
+
+/// What one recall asks for: `hooks.recall_top_k`, `hooks.min_relevance` and
+/// `hooks.min_similarity` (or a command line's overrides), and the project to prefer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Most memories kept.
+    pub top_k: usize,
+    /// Least share of content words in common with the prompt.
+    pub min_relevance: f64,
+    /// Or, with a sentence model, the least vector cosine.
+    pub min_similarity: f64,
+    /// The project whose memories (and the shared ones) the search prefers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+impl Params {
+    /// The hooks settings of a config, with no project.
+    pub fn from_hooks(hooks: &HooksConfig) -> Params {
+        Params {
+            top_k: hooks.recall_top_k,
+            min_relevance: hooks.min_relevance,
+            min_similarity: hooks.min_similarity,
+            project: None,
+        }
+    }
+
+    /// Every value in range: what the socket checks before it searches (a peer may send
+    /// anything), and what the command line's overrides were checked against.
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=coral::MAX_TOP_K).contains(&self.top_k) {
+            return Err(format!(
+                "top_k {} must be from 1 to {}",
+                self.top_k,
+                coral::MAX_TOP_K
+            ));
+        }
+        for (name, v) in [
+            ("min_relevance", self.min_relevance),
+            ("min_similarity", self.min_similarity),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("{name} {v} must be from 0 to 1"));
+            }
+        }
+        if let Some(p) = &self.project
+            && (p.len() > 256 || p.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "project {} must be at most 256 bytes without control characters",
+                coral::echo(p)
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// One memory recalled for a prompt.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recalled {
     /// Memory id (what `memory_delete` and `memory_mark_important` take).
     pub id: String,
@@ -17,21 +86,21 @@ pub struct Recalled {
     /// Share of content words in common with the prompt (set cosine), in 0..=1.
     pub relevance: f64,
     /// Cosine of the prompt's and the memory's vectors when a sentence model made them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
     /// The search's fused score (recency included).
     pub score: f64,
     /// Creation time, Unix seconds.
     pub created: f64,
     /// Project tag.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
 }
 
-/// The memories relevant to `prompt`: at most `hooks.recall_top_k`, each with at least
-/// `hooks.min_relevance` of its content words in common, or with a sentence model a vector
-/// cosine of at least `hooks.min_similarity`; best first. Nothing is journaled.
-pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result<Vec<Recalled>> {
+/// The memories relevant to `prompt`: at most `params.top_k`, each with at least
+/// `params.min_relevance` of its content words in common, or with a sentence model a vector
+/// cosine of at least `params.min_similarity`; best first. Nothing is journaled.
+pub fn recall(coral: &Coral, prompt: &str, params: &Params) -> coral::Result<Vec<Recalled>> {
     if prompt.trim().is_empty() {
         return Ok(Vec::new());
     }
@@ -39,13 +108,14 @@ pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result
     // search refuses texts over the memory limit.
     let prompt = cut_bytes(prompt, coral::MAX_TEXT_BYTES);
     // Asking for more than are shown lets relevance, not recency, decide which are kept.
-    let k = (hooks.recall_top_k * 4).clamp(1, coral::MAX_TOP_K);
+    let k = (params.top_k * 4).clamp(1, coral::MAX_TOP_K);
     let hits = coral.search_uncounted(
         prompt,
         SearchOptions {
             top_k: Some(k),
             // Relevance is judged below, on content; the search's own floor would count recency.
             min_score: Some(f64::NEG_INFINITY),
+            project: params.project.clone(),
             ..SearchOptions::default()
         },
     )?;
@@ -56,8 +126,8 @@ pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result
         .filter_map(|h| {
             let relevance = overlap(&words, &content_words(&h.item.content));
             let similarity = model.then_some(h.scores.vector);
-            let relevant = relevance >= hooks.min_relevance
-                || similarity.is_some_and(|s| s >= hooks.min_similarity);
+            let relevant = relevance >= params.min_relevance
+                || similarity.is_some_and(|s| s >= params.min_similarity);
             relevant.then(|| {
                 let rank = relevance.max(similarity.unwrap_or(0.0));
                 let r = Recalled {
@@ -79,7 +149,7 @@ pub fn recall(coral: &Coral, prompt: &str, hooks: &HooksConfig) -> coral::Result
             .then_with(|| a.id.cmp(&b.id))
     });
     let mut kept: Vec<Recalled> = kept.into_iter().map(|(_, r)| r).collect();
-    kept.truncate(hooks.recall_top_k);
+    kept.truncate(params.top_k);
     Ok(kept)
 }
 
