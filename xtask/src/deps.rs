@@ -22,6 +22,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("coral-thread", &["coral-base"]),
     ("coral-timeline", &["coral-base", "coral-score"]),
     (
+        "coral-pg",
+        &["coral-base", "coral-score", "coral-store", "coral-thread"],
+    ),
+    (
         "coral",
         &[
             "coral-base",
@@ -39,6 +43,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// External crates only the edge may use.
 const EDGE_ONLY: &[&str] = &["tokio", "rmcp", "hyper", "axum"];
+
+/// Edge-only crates a library may still use privately, behind a synchronous API, and why.
+const PRIVATE_EDGE: &[(&str, &str, &str)] = &[(
+    "coral-pg",
+    "tokio",
+    "the PostgreSQL client's i/o thread behind PgStore's synchronous calls",
+)];
+
+/// Database client crates: they send memories to a server, so they live in one crate.
+const DATABASE_CLIENTS: &[&str] = &["tokio-postgres", "postgres", "sqlx", "diesel"];
+
+/// The crate that may depend on a database client.
+const DATABASE_CLIENT_HOME: &str = "coral-pg";
 
 /// HTTP client crates: whatever can send data off the machine.
 const HTTP_CLIENTS: &[&str] = &["ureq", "hyper", "reqwest", "attohttpc", "isahc", "curl"];
@@ -102,8 +119,18 @@ pub(crate) fn rule_problems(packages: &[Package]) -> Vec<String> {
             if ours.contains(&dep_name) && !allowed.contains(&dep_name) {
                 problems.push(format!("{name} must not depend on {dep_name}"));
             }
-            if EDGE_ONLY.contains(&dep_name) && name != "coral-mcp" {
+            let private = PRIVATE_EDGE
+                .iter()
+                .any(|(c, d, _)| *c == name && *d == dep_name);
+            if EDGE_ONLY.contains(&dep_name) && name != "coral-mcp" && !private {
                 problems.push(format!("{name} must not depend on {dep_name} (edge only)"));
+            }
+            if DATABASE_CLIENTS.contains(&dep_name) && name != DATABASE_CLIENT_HOME {
+                problems.push(format!(
+                    "{name} must not depend on the database client {dep_name}: only \
+                     {DATABASE_CLIENT_HOME} talks to a database server (ARCHITECTURE.md, \
+                     Invariants)"
+                ));
             }
             if HTTP_CLIENTS.contains(&dep_name) && !homes.contains(&name) {
                 let where_ = HTTP_CLIENT_HOMES
@@ -213,6 +240,26 @@ mod tests {
         ws.retain(|p| p.name != "coral-heat");
         assert!(
             rule_problems(&ws).contains(&"crate coral-heat is missing from the workspace".into())
+        );
+    }
+
+    #[test]
+    fn the_database_client_and_its_runtime_stay_in_coral_pg() {
+        let ok = with(workspace(), "coral-pg", "tokio-postgres", None);
+        let ok = with(ok, "coral-pg", "tokio", None);
+        assert_eq!(rule_problems(&ok), Vec::<String>::new());
+        let bad = with(workspace(), "coral-store", "tokio-postgres", None);
+        assert_eq!(
+            rule_problems(&bad),
+            [
+                "coral-store must not depend on the database client tokio-postgres: only coral-pg \
+              talks to a database server (ARCHITECTURE.md, Invariants)"
+            ]
+        );
+        let bad = with(workspace(), "coral-pg", "rmcp", None);
+        assert_eq!(
+            rule_problems(&bad),
+            ["coral-pg must not depend on rmcp (edge only)"]
         );
     }
 }

@@ -79,6 +79,11 @@ fn every_key_round_trips_through_set_get_and_reset() {
             Value::String(_) if key == "embedding.embedder" => json!("hash"),
             Value::String(_) if key == "embedding.pooling" => json!("cls"),
             Value::String(_) if key == "hooks.capture" => json!("both"),
+            // Postgres needs a tenant as well; the default is what a valid edit can keep.
+            Value::String(_) if key == "storage.backend" => json!("local"),
+            Value::String(_) if key == "storage.postgres_url" => {
+                json!("postgres://coral@127.0.0.1:9/coral")
+            }
             Value::String(_) => json!("changed-value"),
             Value::Array(_) => json!(["message.", "tool.shell."]),
             other => panic!("{key}: unexpected {other}"),
@@ -95,7 +100,11 @@ fn every_key_round_trips_through_set_get_and_reset() {
         let result = result.unwrap_or_else(|e| panic!("{key} = {proposed}: {e}"));
         assert_eq!(result["key_path"], key.as_str());
         // Embedding settings wait for a restart (and a re-embed): only the file changes now.
-        let in_force = !key.starts_with("embedding.");
+        // So do where the memories live (the open store).
+        let waits = key.starts_with("embedding.")
+            || key == "storage.backend"
+            || key.starts_with("storage.postgres_");
+        let in_force = !waits;
         if key != "llm.api_key" && in_force {
             assert_eq!(result["new"], proposed, "{key}");
             assert_eq!(coral.config_get(Some(&key)).unwrap(), proposed, "{key}");

@@ -108,6 +108,10 @@ fn tools_change_only_tuning_keys() {
         "threads.path",
         "storage.sync",
         "storage.sync_interval_ms",
+        "storage.backend",
+        "storage.postgres_url",
+        "storage.postgres_tenant",
+        "storage.postgres_pool_size",
         // The operator's: whose timeline a server serves and what its read tools return.
         "timeline.pin.user_id",
         "timeline.pin.any_namespace",

@@ -19,6 +19,40 @@ impl Default for Bm25Params {
     }
 }
 
+impl Bm25Params {
+    /// The inverse document frequency of a term `df` of `n_docs` documents contain:
+    /// `ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5))`, always positive. The one formula of
+    /// [`Bm25Index`] and of the scores a database backend computes from its own postings
+    /// (docs/postgres.md, "Keyword retrieval"), so both rank alike.
+    ///
+    /// ```
+    /// use coral_score::Bm25Params;
+    /// assert!((Bm25Params::idf(1.0, 1.0) - (1.0f64 + 0.5 / 1.5).ln()).abs() < 1e-12);
+    /// ```
+    pub fn idf(n_docs: f64, df: f64) -> f64 {
+        (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// The saturated term-frequency part of one (term, document) pair: `tf·(k1 + 1) / (tf +
+    /// k1·(1 − b + b·len/avglen))` for a term occurring `tf` times in a document of `len`
+    /// terms, the average length being `avg_len` (no length normalisation when it is 0).
+    ///
+    /// ```
+    /// use coral_score::Bm25Params;
+    /// let p = Bm25Params::default();
+    /// assert_eq!(p.term_part(1, 4, 4.0), 1.0); // an average document, one occurrence
+    /// ```
+    pub fn term_part(&self, tf: u32, len: u32, avg_len: f64) -> f64 {
+        let tf = f64::from(tf);
+        let norm = if avg_len > 0.0 {
+            1.0 - self.b + self.b * f64::from(len) / avg_len
+        } else {
+            1.0
+        };
+        tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+    }
+}
+
 /// A weighted set of query terms.
 ///
 /// Each distinct term carries one weight; adding a term again adds to its weight. Texts are
@@ -288,7 +322,7 @@ impl Bm25Index {
             };
             let list = &self.postings[id as usize];
             let df = list.len() as f64;
-            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            let idf = Bm25Params::idf(n_docs, df);
             for p in list {
                 acc.add(p.doc, weight * idf * term_weight(p, avg_len, params));
             }
@@ -358,7 +392,7 @@ impl Bm25Index {
             if df == 0.0 {
                 continue;
             }
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = Bm25Params::idf(n, df);
             for p in list.iter().filter(|p| member[p.doc as usize]) {
                 acc.add(p.doc, weight * idf * term_weight(p, avg_len, params));
             }
@@ -386,7 +420,7 @@ impl Bm25Index {
             };
             let list = &self.postings[id as usize];
             let df = list.len() as f64;
-            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            let idf = Bm25Params::idf(n_docs, df);
             score += weight * idf * term_weight(&list[d.terms[i].1 as usize], avg_len, params);
         }
         score
@@ -420,7 +454,7 @@ impl Bm25Index {
     /// the function returned costs a binary search per term and document.
     pub fn coverage_of(&self, query: &Bm25Query, count_absent: bool) -> impl Fn(u32) -> f64 + '_ {
         let n_docs = self.docs.len() as f64;
-        let idf = |df: f64| (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+        let idf = |df: f64| Bm25Params::idf(n_docs, df);
         let mut total = 0.0;
         let mut masses: Vec<(u32, f64)> = Vec::new();
         for (term, weight) in query.terms() {
@@ -503,13 +537,7 @@ impl Bm25Index {
 /// The saturated, length-normalised term frequency `tf·(k1 + 1) / (tf + k1·(1 − b + b·len/avg))`.
 #[inline]
 fn term_weight(p: &Posting, avg_len: f64, params: Bm25Params) -> f64 {
-    let tf = f64::from(p.tf);
-    let norm = if avg_len > 0.0 {
-        1.0 - params.b + params.b * f64::from(p.len) / avg_len
-    } else {
-        1.0
-    };
-    tf * (params.k1 + 1.0) / (tf + params.k1 * norm)
+    params.term_part(p.tf, p.len, avg_len)
 }
 
 /// Per-document score sums: a dense array when document ids are compact, a map otherwise.

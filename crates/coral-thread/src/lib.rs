@@ -67,7 +67,7 @@ pub use model::{
 };
 pub use options::{Clock, StoreOptions};
 pub use recover::journal_moves;
-pub use set::INTERRUPT_PREFIX;
+pub use set::{INTERRUPT_PREFIX, checked_advance, checked_create};
 pub use snapshot::{Snapshot, snapshot};
 pub use store::{ImportCounts, StoreCounters, ThreadStore};
 

@@ -79,6 +79,33 @@ fn optional(text: Option<&str>) -> &str {
     text.map(str::trim).unwrap_or("")
 }
 
+/// The fields of a `thread_create` as stored: title trimmed and non-empty, summary and `by`
+/// trimmed (empty when absent), each within its limit. The one check of every thread store
+/// (this file's and a database backend's).
+pub fn checked_create<'a>(
+    title: &'a str,
+    summary: Option<&'a str>,
+    by: Option<&'a str>,
+) -> Result<(&'a str, &'a str, &'a str)> {
+    let title = non_empty("title", title)?;
+    check_len("title", title, MAX_TITLE_CHARS)?;
+    let summary = optional(summary);
+    check_len("summary", summary, MAX_SUMMARY_CHARS)?;
+    let by = optional(by);
+    check_len("by", by, MAX_BY_CHARS)?;
+    Ok((title, summary, by))
+}
+
+/// The fields of a `thread_advance` as stored: the note trimmed and non-empty, `by` trimmed,
+/// each within its limit.
+pub fn checked_advance<'a>(note: &'a str, by: Option<&'a str>) -> Result<(&'a str, &'a str)> {
+    let note = non_empty("note", note)?;
+    check_len("note", note, MAX_STEP_CHARS)?;
+    let by = optional(by);
+    check_len("by", by, MAX_BY_CHARS)?;
+    Ok((note, by))
+}
+
 impl ThreadSet {
     /// Number of threads (archived included).
     pub fn len(&self) -> usize {
@@ -130,12 +157,7 @@ impl ThreadSet {
         by: Option<&str>,
         now: f64,
     ) -> Result<&Thread> {
-        let title = non_empty("title", title)?;
-        check_len("title", title, MAX_TITLE_CHARS)?;
-        let summary = optional(summary);
-        check_len("summary", summary, MAX_SUMMARY_CHARS)?;
-        let by = optional(by);
-        check_len("by", by, MAX_BY_CHARS)?;
+        let (title, summary, by) = checked_create(title, summary, by)?;
         let parent = parent_thread_id.map(str::trim).filter(|p| !p.is_empty());
         if let Some(p) = parent {
             self.get(p)?;
@@ -171,10 +193,7 @@ impl ThreadSet {
         by: Option<&str>,
         now: f64,
     ) -> Result<&Thread> {
-        let note = non_empty("note", note)?;
-        check_len("note", note, MAX_STEP_CHARS)?;
-        let by = optional(by);
-        check_len("by", by, MAX_BY_CHARS)?;
+        let (note, by) = checked_advance(note, by)?;
         let done = done.unwrap_or_else(|| looks_completed(note));
         self.add_step(thread_id, note.into(), done, by, now, None)
     }

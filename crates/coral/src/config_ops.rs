@@ -24,6 +24,8 @@ pub const PROTECTED: [&str; 2] = ["paths.", "threads."];
 /// - `llm.*` would send memories and the API key to another address;
 /// - `embedding.*` loads model files and a native library from a path, and replaces vectors;
 /// - `paths.*`, `threads.*` read and write files elsewhere;
+/// - `storage.backend`, `storage.postgres_*` would send memories to another server or read
+///   another tenant's;
 /// - `storage.sync`, `storage.sync_interval_ms`, `storage.wal_max_bytes` and
 ///   `storage.vector_save_interval_seconds` decide what survives a crash.
 ///

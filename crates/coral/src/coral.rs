@@ -83,6 +83,17 @@ impl Coral {
                 detail: problems.join("; "),
             });
         }
+        if config.storage.backend() == crate::config::StorageBackend::Postgres {
+            // Never quietly the data directory instead: the user asked for a shared database.
+            return Err(Error::Config {
+                path: config.base_dir.clone(),
+                detail: "storage.backend = \"postgres\" is not served by this build yet: the \
+                         database store exists (crate coral-pg, docs/postgres.md) but the facade \
+                         still keeps memories in the data directory only; set storage.backend = \
+                         \"local\""
+                    .into(),
+            });
+        }
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
         // The thread store and the timeline follow `privacy.redact_secrets` through the
         // engine's switch, so a config edit reaches them too.

@@ -58,6 +58,12 @@ impl LiveConfig {
         config.paths = current.paths.clone();
         config.threads = current.threads.clone();
         config.embedding = current.embedding.clone();
+        // Where memories live: the open store is the data directory's or the database's.
+        let storage = &current.storage;
+        config.storage.backend = storage.backend.clone();
+        config.storage.postgres_url = storage.postgres_url.clone();
+        config.storage.postgres_tenant = storage.postgres_tenant.clone();
+        config.storage.postgres_pool_size = storage.postgres_pool_size;
         config.base_dir = current.base_dir.clone();
         config.data_dir_override = current.data_dir_override.clone();
         self.redaction.set(config.privacy.redact_secrets);
@@ -82,5 +88,45 @@ fn restart_keys(old: &Config, new: &Config) -> Vec<String> {
     if old.embedding != new.embedding {
         out.push("embedding (needs coral reembed)".to_string());
     }
+    let (a, b) = (&old.storage, &new.storage);
+    if (
+        &a.backend,
+        &a.postgres_url,
+        &a.postgres_tenant,
+        a.postgres_pool_size,
+    ) != (
+        &b.backend,
+        &b.postgres_url,
+        &b.postgres_tenant,
+        b.postgres_pool_size,
+    ) {
+        out.push("storage.backend and storage.postgres_*".to_string());
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn where_memories_live_changes_only_at_a_restart() {
+        let live = LiveConfig::new(Config::default());
+        let mut edited = Config::default();
+        edited.storage.backend = "postgres".into();
+        edited.storage.postgres_tenant = "team-a".into();
+        edited.storage.max_bytes = 1 << 30;
+        assert_eq!(
+            restart_keys(&live.load(), &edited),
+            ["storage.backend and storage.postgres_*"]
+        );
+        let now = live.swap(edited);
+        assert_eq!(now.storage.backend, "local", "the open store stays");
+        assert_eq!(now.storage.postgres_tenant, "");
+        assert_eq!(
+            now.storage.max_bytes,
+            1 << 30,
+            "the rest of storage.* applies now"
+        );
+    }
 }

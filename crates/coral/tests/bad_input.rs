@@ -668,3 +668,23 @@ fn a_config_with_a_bad_value_is_refused_naming_the_key() {
         );
     }
 }
+
+/// `storage.backend = "postgres"` is refused at open with a reason while the facade cannot
+/// serve it, instead of quietly keeping the memories in the data directory.
+#[test]
+fn the_postgres_backend_is_refused_until_the_facade_serves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.storage.backend = "postgres".into();
+    c.storage.postgres_tenant = "team-a".into();
+    c.storage.postgres_url = "postgres://coral@127.0.0.1:1/coral".into();
+    let e = Coral::open_with(c, Arc::new(HashEmbedder::new(DIM).unwrap()))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("storage.backend = \"postgres\" is not served by this build yet"),
+        "{e}"
+    );
+    assert!(!data_dir(dir.path()).exists(), "nothing was created");
+}

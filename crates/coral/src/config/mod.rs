@@ -7,6 +7,7 @@
 //! dotted key and the offending value. Nothing ever falls back to defaults silently. Where the
 //! files are is `paths.rs`.
 
+mod backend;
 mod hooks;
 mod modes;
 mod paths;
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use backend::StorageBackend;
 pub use hooks::{CaptureTarget, HooksConfig};
 pub use modes::{EmbedderChoice, EmbedderKind, SyncMode};
 pub use paths::{THREADS_FILE, TIMELINE_FILE};

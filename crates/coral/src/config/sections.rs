@@ -234,6 +234,14 @@ pub struct StorageConfig {
     pub sync_interval_ms: u64,
     /// Journal size that triggers a checkpoint.
     pub wal_max_bytes: u64,
+    /// Where memories live: `"local"` (the data directory) or `"postgres"` (docs/postgres.md).
+    pub backend: String,
+    /// The database of `backend = "postgres"`; empty: `CORAL_POSTGRES_URL`.
+    pub postgres_url: String,
+    /// The tenant this installation reads and writes in the database (its hard key).
+    pub postgres_tenant: String,
+    /// The most database connections one process opens.
+    pub postgres_pool_size: usize,
 }
 
 impl Default for StorageConfig {
@@ -246,6 +254,10 @@ impl Default for StorageConfig {
             sync: "interval".into(),
             sync_interval_ms: 1000,
             wal_max_bytes: 64 * 1024 * 1024,
+            backend: "local".into(),
+            postgres_url: String::new(),
+            postgres_tenant: String::new(),
+            postgres_pool_size: 8,
         }
     }
 }

@@ -86,6 +86,7 @@ impl Config {
             }
         }
         p.extend(r.hybrid.problems());
+        s.backend_problems(&mut p);
         if SyncMode::parse(&s.sync).is_none() {
             p.push(format!(
                 "storage.sync = {:?} must be \"always\", \"interval\" or \"never\"",

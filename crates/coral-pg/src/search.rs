@@ -1,0 +1,373 @@
+//! Retrieval in the database, ranking in Coral (docs/postgres.md, "Search"): the vector
+//! ranking from pgvector's HNSW index (iterative scan, so a tenant or project filter still
+//! yields its rows) re-ranked by the exact dot product, the BM25 ranking from the stored
+//! postings with the local index's formula (`coral_score::Bm25Params`), each with its spread,
+//! and `coral_score::fuse_hybrid` over both: the local engine's fusion on the database's
+//! candidate lists. One read-only snapshot per search; a fixed number of statements, however
+//! many candidates.
+
+use std::collections::HashMap;
+
+use coral_score::{Bm25Params, Bm25Query, HybridParams, Spread, fuse_hybrid};
+use pgvector::Vector;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::error::{Error, Result};
+use crate::memory::{Stored, stored};
+use crate::pool::{Params, Pool};
+use crate::sql;
+
+/// Rows sampled for the spread of the query's dot products (as the local approximate index
+/// does: docs/ann.md).
+pub const SPREAD_SAMPLES: i64 = 2_048;
+
+/// What a search looks for.
+#[derive(Clone, Copy, Debug)]
+pub struct SearchQuery<'a> {
+    /// The query's vector (`None`: keywords only).
+    pub vector: Option<&'a [f32]>,
+    /// The BM25 query (`coral_score::search_query`).
+    pub keywords: &'a Bm25Query,
+    /// One line, not a conversation: query words no memory has count in coverage.
+    pub question: bool,
+    /// Fusion weights (`retrieval.hybrid`).
+    pub params: HybridParams,
+    /// Candidates each ranking contributes (the local engine's `RRF_DEPTH`, 100, or k).
+    pub depth: usize,
+    /// Only this project's and shared memories (`None`: the whole tenant).
+    pub project: Option<&'a str>,
+    /// HNSW candidate list size (`hnsw.ef_search`), at least `depth`.
+    pub ef_search: usize,
+}
+
+/// The candidates of one search, numbered `0..items.len()`; the rankings refer to them by
+/// number, as the local engine's refer to pool rows.
+#[derive(Clone, Debug, Default)]
+pub struct Candidates {
+    /// Every candidate, with its counters.
+    pub items: Vec<Stored>,
+    /// BM25 scores of the best `4 × depth` keyword matches.
+    pub bm25: Vec<(u32, f64)>,
+    /// The spread of every match's BM25 score over the searchable population.
+    pub bm25_spread: Spread,
+    /// Per candidate, the share of the query's term weight it matches (0 when none).
+    pub coverage: Vec<f64>,
+    /// Exact dot products of the best `depth` by vector.
+    pub vector: Vec<(u32, f64)>,
+    /// The spread of the query's dot products over an even sample of the population.
+    pub vector_spread: Spread,
+}
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The memory.
+    pub item: Stored,
+    /// Fused relevance (`coral_score::fuse_hybrid`).
+    pub relevance: f64,
+    /// Its BM25 score (0 when it matched no term).
+    pub bm25: f64,
+    /// Its BM25 z-score part.
+    pub bm25_z: f64,
+    /// Its dot product with the query, when it was a vector candidate.
+    pub vector: Option<f64>,
+    /// Its vector z-score part.
+    pub vector_z: f64,
+}
+
+/// Both rankings' candidates in one read-only snapshot, in three round trips: the
+/// transaction's start with its settings, the statements of both rankings pipelined, and the
+/// candidates' items (then the commit).
+pub(crate) fn candidates(
+    pool: &Pool,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+) -> Result<Candidates> {
+    if let Some(v) = query.vector
+        && v.len() != dim
+    {
+        return Err(Error::InvalidInput(format!(
+            "the query vector has {} dimensions; this store holds {dim}: embed the query with the \
+             store's embedder",
+            v.len()
+        )));
+    }
+    let ef = query.ef_search.clamp(query.depth.max(1), 1_000);
+    let terms: Vec<(String, f64)> = query
+        .keywords
+        .terms()
+        .iter()
+        .filter(|(_, w)| *w != 0.0 && w.is_finite())
+        .cloned()
+        .collect();
+    let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+    let keywords = query.params.bm25 > 0.0 && !terms.is_empty();
+    let vector = query
+        .vector
+        .filter(|_| query.params.vector > 0.0)
+        .map(|v| Vector::from(v.to_vec()));
+    let (nearest, sample) = (sql::nearest(dim), sql::sample_dots(dim));
+    let limit = ef as i64;
+    let begin = format!(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
+         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
+    );
+    pool.transaction_from(&begin, "search", |tx| {
+        let by_tenant: [&(dyn ToSql + Sync); 1] = [&tenant];
+        let postings_all: [&(dyn ToSql + Sync); 2] = [&tenant, &names];
+        let project = query.project.unwrap_or_default();
+        let postings_in: [&(dyn ToSql + Sync); 3] = [&tenant, &names, &project];
+        let in_project: [&(dyn ToSql + Sync); 2] = [&tenant, &project];
+        let nearest_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &query.project, &limit];
+        let sample_params: [&(dyn ToSql + Sync); 4] =
+            [&tenant, &vector, &query.project, &SPREAD_SAMPLES];
+        let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
+        if keywords {
+            statements.push((sql::DOC_STATS, &by_tenant));
+            match query.project {
+                None => statements.push((sql::POSTINGS, &postings_all)),
+                Some(_) => {
+                    statements.push((sql::POSTINGS_IN_PROJECT, &postings_in));
+                    statements.push((sql::COUNT_IN_PROJECT, &in_project));
+                }
+            }
+        }
+        if vector.is_some() {
+            statements.push((&nearest, &nearest_params));
+            statements.push((&sample, &sample_params));
+        }
+        let mut results = tx.query_all(&statements)?.into_iter();
+        let mut numbers = Numbering::default();
+        let (bm25, bm25_spread, coverage) = if keywords {
+            let stats = results.next().unwrap_or_default();
+            let postings = results.next().unwrap_or_default();
+            let population = match query.project {
+                None => None,
+                Some(_) => results
+                    .next()
+                    .unwrap_or_default()
+                    .first()
+                    .map(|r| r.get::<_, i64>(0)),
+            };
+            keyword_ranking(&stats, &postings, population, &terms, query, &mut numbers)
+        } else {
+            (Vec::new(), Spread::default(), HashMap::new())
+        };
+        let (vector, vector_spread) = if vector.is_some() {
+            let near = results.next().unwrap_or_default();
+            let sampled = results.next().unwrap_or_default();
+            vector_ranking(&near, &sampled, query.depth, &mut numbers)
+        } else {
+            (Vec::new(), Spread::default())
+        };
+        let rows = tx.query(sql::ITEMS_BY_KEY, &[&tenant, &numbers.keys])?;
+        let mut by_key: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let (key, item) = stored(row)?;
+            by_key.insert(key, item);
+        }
+        let mut items = Vec::with_capacity(numbers.keys.len());
+        for key in &numbers.keys {
+            // Inside one snapshot every candidate's item is there.
+            items.push(by_key.remove(key).ok_or_else(|| Error::Corrupted {
+                what: format!("coral_items key {key}"),
+                detail: "a posting or vector refers to no item".into(),
+            })?);
+        }
+        let coverage = (0..items.len())
+            .map(|i| coverage.get(&(i as u32)).copied().unwrap_or(0.0))
+            .collect();
+        Ok(Candidates {
+            items,
+            bm25,
+            bm25_spread,
+            coverage,
+            vector,
+            vector_spread,
+        })
+    })
+}
+
+/// The best `k` of a search by fused relevance, best first (ties: the smaller candidate
+/// number, as `fuse_hybrid` orders them).
+pub(crate) fn search(
+    pool: &Pool,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+    k: usize,
+) -> Result<Vec<Hit>> {
+    let found = candidates(pool, tenant, dim, query)?;
+    let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
+    let fused = fuse_hybrid(
+        &found.bm25,
+        &found.bm25_spread,
+        &coverage,
+        &found.vector,
+        &found.vector_spread,
+        &query.params,
+        query.depth,
+    );
+    let bm25: HashMap<u32, f64> = found.bm25.iter().copied().collect();
+    let vector: HashMap<u32, f64> = found.vector.iter().copied().collect();
+    Ok(fused
+        .into_iter()
+        .take(k)
+        .map(|r| Hit {
+            item: found.items[r.id as usize].clone(),
+            relevance: r.relevance,
+            bm25: bm25.get(&r.id).copied().unwrap_or(0.0),
+            bm25_z: r.bm25_z,
+            vector: vector.get(&r.id).copied(),
+            vector_z: r.vector_z,
+        })
+        .collect())
+}
+
+/// Candidate numbers by item key, in order of first appearance.
+#[derive(Default)]
+struct Numbering {
+    keys: Vec<i64>,
+    index: HashMap<i64, u32>,
+}
+
+impl Numbering {
+    fn number(&mut self, key: i64) -> u32 {
+        *self.index.entry(key).or_insert_with(|| {
+            self.keys.push(key);
+            (self.keys.len() - 1) as u32
+        })
+    }
+}
+
+/// BM25 as `coral_score::Bm25Index::scores` computes it over the whole tenant (document
+/// count, average length and document frequencies of every memory: `stats` and every
+/// `postings` row), kept for the memories the filter lets through (the rows' last column);
+/// the best `4 × depth` by score, the spread of all of them over the searchable population
+/// (`population`, the whole tenant when `None`), and the coverage of each.
+#[allow(clippy::type_complexity)]
+fn keyword_ranking(
+    stats: &[Row],
+    rows: &[Row],
+    population: Option<i64>,
+    terms: &[(String, f64)],
+    query: &SearchQuery<'_>,
+    numbers: &mut Numbering,
+) -> (Vec<(u32, f64)>, Spread, HashMap<u32, f64>) {
+    let (n_docs, total_len): (i64, i64) = stats.first().map_or((0, 0), |s| (s.get(0), s.get(1)));
+    if n_docs <= 0 {
+        return (Vec::new(), Spread::default(), HashMap::new());
+    }
+    let population = population.unwrap_or(n_docs);
+    let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+    // Postings by query term, in the query's term order (so that each document's sum adds
+    // its parts in the order the local index does).
+    let position: HashMap<&str, usize> = names.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    let mut lists: Vec<Vec<(i64, u32, u32, bool)>> = vec![Vec::new(); terms.len()];
+    for row in rows {
+        let term: String = row.get(0);
+        let Some(&i) = position.get(term.as_str()) else {
+            continue;
+        };
+        let tf = u32::try_from(row.get::<_, i32>(2)).unwrap_or(0);
+        let len = u32::try_from(row.get::<_, i32>(3)).unwrap_or(0);
+        lists[i].push((row.get(1), tf, len, row.get(4)));
+    }
+    let n = n_docs as f64;
+    let avg_len = total_len as f64 / n;
+    let params = Bm25Params::default();
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    let mut order: Vec<i64> = Vec::new();
+    // Which query terms each allowed document has, for the coverage.
+    let mut has: HashMap<i64, Vec<usize>> = HashMap::new();
+    let mut masses: Vec<f64> = Vec::with_capacity(terms.len());
+    let mut total_mass = 0.0;
+    for (i, ((_, weight), list)) in terms.iter().zip(&lists).enumerate() {
+        let df = list.len() as f64;
+        let mass = if df > 0.0 || query.question {
+            weight * Bm25Params::idf(n, df)
+        } else {
+            0.0
+        };
+        if *weight > 0.0 {
+            total_mass += mass;
+        }
+        masses.push(if *weight > 0.0 { mass } else { 0.0 });
+        if df == 0.0 {
+            continue;
+        }
+        let idf = Bm25Params::idf(n, df);
+        for &(key, tf, len, allowed) in list {
+            if !allowed {
+                continue;
+            }
+            let s = scores.entry(key).or_insert_with(|| {
+                order.push(key);
+                0.0
+            });
+            *s += weight * idf * params.term_part(tf, len, avg_len);
+            has.entry(key).or_default().push(i);
+        }
+    }
+    let positive: Vec<(i64, f64)> = order
+        .iter()
+        .map(|k| (*k, scores[k]))
+        .filter(|&(_, s)| s > 0.0)
+        .collect();
+    let spread = Spread::of(positive.iter().map(|h| h.1), population.max(0) as u64);
+    let mut best = positive;
+    let keep = 4 * query.depth.max(1);
+    let by_score = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if best.len() > keep {
+        best.select_nth_unstable_by(keep - 1, by_score);
+        best.truncate(keep);
+    }
+    best.sort_unstable_by(by_score);
+    let mut coverage = HashMap::with_capacity(best.len());
+    let ranked = best
+        .into_iter()
+        .map(|(key, s)| {
+            let id = numbers.number(key);
+            let matched: f64 = has
+                .get(&key)
+                .map_or(0.0, |ts| ts.iter().map(|&t| masses[t]).sum());
+            let share = if total_mass > 0.0 {
+                matched / total_mass
+            } else {
+                0.0
+            };
+            coverage.insert(id, share);
+            (id, s)
+        })
+        .collect();
+    (ranked, spread, coverage)
+}
+
+/// The vector ranking from the nearest rows (`key`, exact dot product) the HNSW index found
+/// with an iterative scan (a filter leaves rows out after the index, so the scan goes on until
+/// enough pass), re-ranked by the exact dot product: the best `depth`, and the spread of an
+/// even sample's dot products.
+fn vector_ranking(
+    near: &[Row],
+    sample: &[Row],
+    depth: usize,
+    numbers: &mut Numbering,
+) -> (Vec<(u32, f64)>, Spread) {
+    let mut exact: Vec<(i64, f64)> = near
+        .iter()
+        .map(|r| (r.get::<_, i64>(0), r.get::<_, f64>(1)))
+        .collect();
+    exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    exact.truncate(depth);
+    let spread = Spread::of(
+        sample.iter().map(|r| r.get::<_, f64>(0)),
+        sample.len() as u64,
+    );
+    let ranked = exact
+        .into_iter()
+        .map(|(key, s)| (numbers.number(key), s))
+        .collect();
+    (ranked, spread)
+}

@@ -1,0 +1,225 @@
+//! Every statement on Coral's tenant tables, in one place so that a test can check the rule of
+//! docs/postgres.md ("Tenancy"): each one names `tenant` and takes the tenant as `$1`.
+
+/// Takes one transaction-level advisory lock per near-duplicate prefix token, keyed by the
+/// tenant and the token, in the array's (ascending) order.
+pub(crate) const LOCK_TOKENS: &str = "SELECT count(pg_advisory_xact_lock(hashtextextended($1, k))) \
+     FROM unnest($2::int8[]) WITH ORDINALITY AS u(k, n)";
+
+/// What an insert may merge into: the item with the same id (`same`), then the hot and warm
+/// items sharing a token with the new one's prefix (`$3`).
+pub(crate) const MERGE_CANDIDATES: &str = "SELECT key, item_id, token_set, true AS same FROM coral_items \
+     WHERE tenant = $1 AND item_id = $2 \
+     UNION ALL \
+     SELECT key, item_id, token_set, false FROM coral_items \
+     WHERE tenant = $1 AND tier IN ('hot', 'warm') AND token_set && $3::int8[] AND item_id <> $2 \
+     ORDER BY 4 DESC, 1";
+
+/// The merge of a duplicate: one more access, the later access time.
+pub(crate) const TOUCH: &str = "UPDATE coral_heat SET access_count = access_count + 1, \
+     last_access = GREATEST(last_access, $3) WHERE tenant = $1 AND key = $2";
+
+/// A new memory in one statement: the item (no row, and nothing else written, when its id
+/// exists), its counters, its vector (when `$17` is not null), its postings, the tenant's
+/// document statistics (shard `$19`) and its project.
+pub(crate) const PUT: &str = "WITH item AS ( \
+     INSERT INTO coral_items (tenant, item_id, tier, project, content, created, importance, \
+     token_count, token_set, terms, term_count, extra) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+     ON CONFLICT (tenant, item_id) DO NOTHING RETURNING key), \
+     heat AS (INSERT INTO coral_heat (tenant, key, access_count, last_access) \
+     SELECT $1, key, $13, $14 FROM item), \
+     vec AS (INSERT INTO coral_vectors (tenant, key, project, dim, embedder, sample, embedding) \
+     SELECT $1, key, $4, $15, $16, random(), $17 FROM item WHERE $17::vector IS NOT NULL), \
+     post AS (INSERT INTO coral_postings (tenant, term, key, tf, len) \
+     SELECT $1, u.t, item.key, u.f, $11 FROM item, unnest($10::text[], $18::int4[]) AS u(t, f)), \
+     stats AS (INSERT INTO coral_doc_stats (tenant, shard, docs, total_len) \
+     SELECT $1, $19, 1, $11 FROM item ON CONFLICT (tenant, shard) DO UPDATE SET \
+     docs = coral_doc_stats.docs + EXCLUDED.docs, \
+     total_len = coral_doc_stats.total_len + EXCLUDED.total_len), \
+     proj AS (INSERT INTO coral_projects (tenant, name, created) \
+     SELECT $1, $4, $6 FROM item WHERE $4::text IS NOT NULL ON CONFLICT (tenant, name) DO NOTHING) \
+     SELECT key FROM item";
+
+/// Adds to one shard of a tenant's document count and total length (negative on delete).
+pub(crate) const ADD_DOC_STATS: &str = "INSERT INTO coral_doc_stats (tenant, shard, docs, total_len) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (tenant, shard) DO UPDATE SET \
+     docs = coral_doc_stats.docs + EXCLUDED.docs, \
+     total_len = coral_doc_stats.total_len + EXCLUDED.total_len";
+
+/// A tenant's document count and total length.
+pub(crate) const DOC_STATS: &str = "SELECT coalesce(sum(docs), 0)::int8, coalesce(sum(total_len), 0)::int8 \
+     FROM coral_doc_stats WHERE tenant = $1";
+
+/// The tenant's project names.
+pub(crate) const PROJECTS: &str = "SELECT name FROM coral_projects WHERE tenant = $1 ORDER BY name";
+
+/// Items by id, with counters.
+pub(crate) const ITEMS_BY_ID: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
+     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
+     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
+     WHERE i.tenant = $1 AND i.item_id = ANY($2)";
+
+/// Items by key, with counters.
+pub(crate) const ITEMS_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
+     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
+     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
+     WHERE i.tenant = $1 AND i.key = ANY($2)";
+
+/// Deletes items by id; returns what their postings and statistics need.
+pub(crate) const DELETE_ITEMS: &str = "DELETE FROM coral_items WHERE tenant = $1 AND item_id = ANY($2) \
+     RETURNING key, item_id, terms, term_count";
+
+/// Deletes postings by (key, term) pairs.
+pub(crate) const DELETE_POSTINGS: &str = "DELETE FROM coral_postings p USING unnest($2::int8[], $3::text[]) AS d(key, term) \
+     WHERE p.tenant = $1 AND p.term = d.term AND p.key = d.key";
+
+/// Deletes counters by key.
+pub(crate) const DELETE_HEAT: &str = "DELETE FROM coral_heat WHERE tenant = $1 AND key = ANY($2)";
+
+/// Deletes vectors by key.
+pub(crate) const DELETE_VECTORS: &str =
+    "DELETE FROM coral_vectors WHERE tenant = $1 AND key = ANY($2)";
+
+/// Items per tier.
+pub(crate) const COUNT_TIERS: &str =
+    "SELECT tier, count(*) FROM coral_items WHERE tenant = $1 GROUP BY tier";
+
+/// Items a project filter lets through: the project's and the shared ones.
+pub(crate) const COUNT_IN_PROJECT: &str =
+    "SELECT count(*) FROM coral_items WHERE tenant = $1 AND (project IS NULL OR project = $2)";
+
+/// The postings of the query's terms: every document, for the document frequencies.
+pub(crate) const POSTINGS: &str =
+    "SELECT term, key, tf, len, true FROM coral_postings WHERE tenant = $1 AND term = ANY($2)";
+
+/// The postings of the query's terms, each saying whether a project filter lets it through.
+pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, p.key, p.tf, p.len, (i.project IS NULL OR i.project = $3) \
+     FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
+     WHERE p.tenant = $1 AND p.term = ANY($2)";
+
+/// A new thread with a random id; no row when the id is taken.
+pub(crate) const INSERT_THREAD: &str = "INSERT INTO coral_threads (tenant, thread_id, title, summary, status, \
+     parent_thread_id, created_at, updated_at, last_advance_by) \
+     VALUES ($1, substr(md5(random()::text || clock_timestamp()::text), 1, 16), $2, $3, 'active', $4, $5, $5, $6) \
+     ON CONFLICT (tenant, thread_id) DO NOTHING RETURNING thread_id";
+
+/// Whether a thread exists.
+pub(crate) const THREAD_EXISTS: &str =
+    "SELECT 1 FROM coral_threads WHERE tenant = $1 AND thread_id = $2";
+
+/// The next step number of a thread; the row lock serialises advances of one thread.
+pub(crate) const BUMP_THREAD: &str = "UPDATE coral_threads SET step_count = step_count + 1, \
+     updated_at = GREATEST($3, updated_at + 0.000001), last_advance_by = $4 \
+     WHERE tenant = $1 AND thread_id = $2 RETURNING step_count";
+
+/// A new step with a random id.
+pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id, seq, step_id, text, done, at, by) \
+     VALUES ($1, $2, $3, substr(md5(random()::text || clock_timestamp()::text), 1, 12), $4, $5, $6, $7)";
+
+/// One thread.
+pub(crate) const THREAD: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, updated_at, \
+     last_advance_by, step_count FROM coral_threads WHERE tenant = $1 AND thread_id = $2";
+
+/// A thread's steps in order.
+pub(crate) const STEPS: &str = "SELECT step_id, seq, text, done, by, at FROM coral_steps \
+     WHERE tenant = $1 AND thread_id = $2 ORDER BY seq";
+
+/// Every fixed statement above.
+#[cfg(test)]
+pub(crate) const ALL: &[&str] = &[
+    LOCK_TOKENS,
+    MERGE_CANDIDATES,
+    TOUCH,
+    PUT,
+    ADD_DOC_STATS,
+    DOC_STATS,
+    PROJECTS,
+    ITEMS_BY_ID,
+    ITEMS_BY_KEY,
+    DELETE_ITEMS,
+    DELETE_POSTINGS,
+    DELETE_HEAT,
+    DELETE_VECTORS,
+    COUNT_TIERS,
+    COUNT_IN_PROJECT,
+    POSTINGS,
+    POSTINGS_IN_PROJECT,
+    INSERT_THREAD,
+    THREAD_EXISTS,
+    BUMP_THREAD,
+    INSERT_STEP,
+    THREAD,
+    STEPS,
+];
+
+/// The HNSW index of `dim`-dimensional vectors: partial (one per dimension, since an index
+/// needs a fixed one) on the cast column, cosine distance.
+pub(crate) fn hnsw_index(dim: usize) -> String {
+    format!(
+        "CREATE INDEX IF NOT EXISTS coral_vectors_hnsw_{dim} ON coral_vectors \
+         USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+    )
+}
+
+/// The nearest `$4` vectors of `dim` dimensions to `$2` by cosine distance, with their exact
+/// dot products with it (the index's order is approximate, its distances are not), among the
+/// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones. The dimension is
+/// written into the text (not a parameter) so that the planner can match the partial index.
+pub(crate) fn nearest(dim: usize) -> String {
+    format!(
+        "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
+         WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4"
+    )
+}
+
+/// The dot products of `$2` with an even sample of `$4` of the tenant's vectors (the spread
+/// of the vector ranking's z-scores).
+pub(crate) fn sample_dots(dim: usize) -> String {
+    format!(
+        "SELECT -(embedding <#> $2) FROM coral_vectors \
+         WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         ORDER BY sample LIMIT $4"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/postgres.md, "Tenancy": no statement on a tenant table without the tenant.
+    #[test]
+    fn every_statement_is_scoped_to_the_tenant() {
+        let dynamic = [nearest(384), sample_dots(384)];
+        for sql in ALL
+            .iter()
+            .copied()
+            .chain(dynamic.iter().map(String::as_str))
+        {
+            assert!(
+                sql.contains("coral_") || sql.contains("pg_advisory_xact_lock"),
+                "{sql}"
+            );
+            if sql.contains("INSERT INTO") {
+                // Every row written carries the tenant as its first value.
+                for insert in sql.split("INSERT INTO ").skip(1) {
+                    let columns = insert.split(')').next().unwrap_or("");
+                    assert!(
+                        columns.contains("(tenant,"),
+                        "insert without the tenant: {sql}"
+                    );
+                    assert!(
+                        insert.contains("VALUES ($1,") || insert.contains("SELECT $1,"),
+                        "insert without the tenant as its first value: {sql}"
+                    );
+                }
+            } else {
+                assert!(
+                    sql.contains("tenant = $1") || sql.contains("hashtextextended($1,"),
+                    "statement without the tenant as $1: {sql}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! [`PgStore`], the public handle: one tenant of one database, its pool of connections, and
+//! the operations, each one call into `memory.rs`, `search.rs` or `threads.rs`.
+
+use coral_score::Bm25Query;
+use coral_thread::ThreadView;
+
+use crate::error::{Error, Result};
+use crate::memory::{self, InsertOutcome, NewMemory, Stored, TierCounts};
+use crate::options::PgOptions;
+use crate::pool::Pool;
+use crate::schema;
+use crate::search::{self, Candidates, Hit, SearchQuery};
+use crate::threads;
+
+/// Longest tenant name, in bytes.
+pub const MAX_TENANT_BYTES: usize = 200;
+
+/// One tenant's memories and threads in a shared PostgreSQL database. Every statement it runs
+/// carries its tenant (docs/postgres.md, "Tenancy"): a store never reads or writes another
+/// tenant's rows. Cheap to share between threads (`&self` everywhere; the pool is bounded).
+pub struct PgStore {
+    pool: Pool,
+    tenant: String,
+    dim: usize,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("server", &self.pool.server)
+            .field("tenant", &self.tenant)
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+/// `tenant` if it can be a tenant key: not empty, at most [`MAX_TENANT_BYTES`], no control
+/// characters, no spaces at either end.
+fn check_tenant(tenant: &str) -> Result<()> {
+    let bad = |why: &str| {
+        Err(Error::InvalidInput(format!(
+            "tenant {} {why}: give a name like \"team-a\"",
+            coral_base::echo(tenant)
+        )))
+    };
+    if tenant.is_empty() {
+        return bad("is empty");
+    }
+    if tenant.len() > MAX_TENANT_BYTES {
+        return bad(&format!("is longer than {MAX_TENANT_BYTES} bytes"));
+    }
+    if tenant.chars().any(char::is_control) {
+        return bad("has a control character");
+    }
+    if tenant.trim() != tenant {
+        return bad("starts or ends with a space");
+    }
+    Ok(())
+}
+
+impl PgStore {
+    /// Connects to the database of `options` as `tenant`, for vectors of `dim` dimensions:
+    /// brings the schema up to date (`schema.rs`) and makes the HNSW index of `dim`. Fails with
+    /// [`Error::Unreachable`] within the connect timeout when the server is down.
+    pub fn connect(options: PgOptions, tenant: &str, dim: usize) -> Result<PgStore> {
+        check_tenant(tenant)?;
+        if !(1..=16_000).contains(&dim) {
+            return Err(Error::InvalidInput(format!(
+                "vector dimension {dim} is outside 1..=16000 (pgvector's limit for stored vectors)"
+            )));
+        }
+        let pool = Pool::new(options)?;
+        schema::migrate(&pool)?;
+        schema::ensure_dimension(&pool, dim)?;
+        Ok(PgStore {
+            pool,
+            tenant: tenant.to_string(),
+            dim,
+        })
+    }
+
+    /// The tenant this store reads and writes.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The dimension of its vectors.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// `host:port` of the server.
+    pub fn server(&self) -> &str {
+        &self.pool.server
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &PgOptions {
+        self.pool.options()
+    }
+
+    /// The database's schema version.
+    pub fn schema_version(&self) -> Result<i32> {
+        schema::version(&self.pool)
+    }
+
+    /// Stores a memory, or refreshes the same id or a hot or warm memory at least
+    /// `threshold` similar by token-set Jaccard (`memory.sim_threshold_hot`); exact across
+    /// processes (docs/postgres.md, "Duplicates").
+    pub fn insert(&self, new: &NewMemory<'_>, threshold: f64) -> Result<InsertOutcome> {
+        memory::insert(&self.pool, &self.tenant, self.dim, new, threshold)
+    }
+
+    /// Copies memories in as they are, without merging (a present id is left alone), in one
+    /// transaction; returns how many were new.
+    pub fn import(&self, batch: &[NewMemory<'_>]) -> Result<usize> {
+        memory::import(&self.pool, &self.tenant, self.dim, batch)
+    }
+
+    /// Memories by id (the ones that exist, in no particular order).
+    pub fn get(&self, ids: &[&str]) -> Result<Vec<Stored>> {
+        memory::get(&self.pool, &self.tenant, ids)
+    }
+
+    /// Deletes memories by id; returns the ids that were there.
+    pub fn delete(&self, ids: &[&str]) -> Result<Vec<String>> {
+        memory::delete(&self.pool, &self.tenant, ids)
+    }
+
+    /// Memories per tier.
+    pub fn count(&self) -> Result<TierCounts> {
+        memory::count(&self.pool, &self.tenant)
+    }
+
+    /// The project names memories were stored under, sorted.
+    pub fn projects(&self) -> Result<Vec<String>> {
+        memory::projects(&self.pool, &self.tenant)
+    }
+
+    /// Both rankings' candidates of a search, for a caller that fuses and scores itself.
+    pub fn candidates(&self, query: &SearchQuery<'_>) -> Result<Candidates> {
+        search::candidates(&self.pool, &self.tenant, self.dim, query)
+    }
+
+    /// The best `k` memories by fused relevance (`coral_score::fuse_hybrid`), best first.
+    pub fn search(&self, query: &SearchQuery<'_>, k: usize) -> Result<Vec<Hit>> {
+        search::search(&self.pool, &self.tenant, self.dim, query, k)
+    }
+
+    /// A keyword-only query of `text` (`coral_score::search_query`) with default weights,
+    /// for quick checks and tests.
+    pub fn search_text(&self, text: &str, k: usize) -> Result<Vec<Hit>> {
+        let keywords: Bm25Query = coral_score::search_query(text, 0.0);
+        let query = SearchQuery {
+            vector: None,
+            keywords: &keywords,
+            question: true,
+            params: coral_score::HybridParams::default(),
+            depth: 100.max(k),
+            project: None,
+            ef_search: 100.max(k),
+        };
+        self.search(&query, k)
+    }
+
+    /// `thread_create`.
+    pub fn thread_create(
+        &self,
+        title: &str,
+        summary: Option<&str>,
+        parent: Option<&str>,
+        by: Option<&str>,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::create(&self.pool, &self.tenant, title, summary, parent, by, now)
+    }
+
+    /// `thread_advance`: one more step, numbered exactly under concurrency.
+    pub fn thread_advance(
+        &self,
+        thread_id: &str,
+        note: &str,
+        done: Option<bool>,
+        by: Option<&str>,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::advance(&self.pool, &self.tenant, thread_id, note, done, by, now)
+    }
+
+    /// `thread_status` of one thread.
+    pub fn thread_status(&self, thread_id: &str) -> Result<ThreadView> {
+        threads::status(&self.pool, &self.tenant, thread_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_names_are_checked() {
+        assert!(check_tenant("team-a").is_ok());
+        assert!(check_tenant("团队").is_ok());
+        for bad in ["", " a", "a\n", &"x".repeat(201)] {
+            let e = check_tenant(bad).unwrap_err().to_string();
+            assert!(e.starts_with("tenant "), "{e}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Reasoning threads in the database (docs/postgres.md, "Threads"): create, advance and
+//! status, with coral-thread's checks and views. An advance bumps the thread row's step count
+//! (`UPDATE … RETURNING`: the row lock orders concurrent advances of one thread, each seeing
+//! the last one's count) and inserts the step under that number, in one transaction: steps
+//! are numbered 1, 2, 3 … with no gap and no repeat whatever the number of processes.
+
+use std::sync::Arc;
+
+use coral_thread::{
+    Status, StepView, ThreadView, checked_advance, checked_create, looks_completed,
+};
+
+use crate::error::{Error, Result};
+use crate::pool::{Pool, Tx};
+use crate::sql;
+
+fn invalid(e: coral_thread::Error) -> Error {
+    Error::InvalidInput(e.to_string())
+}
+
+fn check_time(now: f64) -> Result<()> {
+    match now.is_finite() {
+        true => Ok(()),
+        false => Err(Error::InvalidInput(format!("the time {now} is not finite"))),
+    }
+}
+
+/// `thread_create`: a new active thread.
+pub(crate) fn create(
+    pool: &Pool,
+    tenant: &str,
+    title: &str,
+    summary: Option<&str>,
+    parent: Option<&str>,
+    by: Option<&str>,
+    now: f64,
+) -> Result<ThreadView> {
+    let (title, summary, by) = checked_create(title, summary, by).map_err(invalid)?;
+    check_time(now)?;
+    let parent = parent.map(str::trim).filter(|p| !p.is_empty());
+    pool.transaction("thread create", |tx| {
+        if let Some(p) = parent
+            && tx.query_opt(sql::THREAD_EXISTS, &[&tenant, &p])?.is_none()
+        {
+            return Err(Error::NotFound {
+                what: "thread",
+                id: coral_base::echo(p),
+            });
+        }
+        // 64 random bits: a clash takes another id.
+        let id: String = loop {
+            if let Some(row) = tx.query_opt(
+                sql::INSERT_THREAD,
+                &[&tenant, &title, &summary, &parent, &now, &by],
+            )? {
+                break row.get(0);
+            }
+        };
+        view(tx, tenant, &id)
+    })
+}
+
+/// `thread_advance`: append a step; `done` defaults to `looks_completed` of the note.
+pub(crate) fn advance(
+    pool: &Pool,
+    tenant: &str,
+    thread_id: &str,
+    note: &str,
+    done: Option<bool>,
+    by: Option<&str>,
+    now: f64,
+) -> Result<ThreadView> {
+    let (note, by) = checked_advance(note, by).map_err(invalid)?;
+    check_time(now)?;
+    let done = done.unwrap_or_else(|| looks_completed(note));
+    pool.transaction("thread advance", |tx| {
+        let Some(row) = tx.query_opt(sql::BUMP_THREAD, &[&tenant, &thread_id, &now, &by])? else {
+            return Err(not_found(thread_id));
+        };
+        let seq: i64 = row.get(0);
+        tx.execute(
+            sql::INSERT_STEP,
+            &[&tenant, &thread_id, &seq, &note, &done, &now, &by],
+        )?;
+        view(tx, tenant, thread_id)
+    })
+}
+
+/// `thread_status` of one thread.
+pub(crate) fn status(pool: &Pool, tenant: &str, thread_id: &str) -> Result<ThreadView> {
+    pool.transaction("thread status", |tx| {
+        tx.simple("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        view(tx, tenant, thread_id)
+    })
+}
+
+fn not_found(id: &str) -> Error {
+    Error::NotFound {
+        what: "thread",
+        id: coral_base::echo(id),
+    }
+}
+
+/// A thread and its steps as operations return them.
+fn view(tx: &mut Tx<'_>, tenant: &str, thread_id: &str) -> Result<ThreadView> {
+    let Some(t) = tx.query_opt(sql::THREAD, &[&tenant, &thread_id])? else {
+        return Err(not_found(thread_id));
+    };
+    let steps: Vec<StepView> = tx
+        .query(sql::STEPS, &[&tenant, &thread_id])?
+        .iter()
+        .map(|s| StepView {
+            step_id: Arc::from(s.get::<_, &str>(0)),
+            seq: u64::try_from(s.get::<_, i64>(1)).unwrap_or(0),
+            text: Arc::from(s.get::<_, &str>(2)),
+            done: s.get(3),
+            by: Arc::from(s.get::<_, &str>(4)),
+            at: s.get(5),
+        })
+        .collect();
+    let count: i64 = t.get(8);
+    if usize::try_from(count).ok() != Some(steps.len()) {
+        return Err(Error::Corrupted {
+            what: format!("coral_threads {thread_id}"),
+            detail: format!("step_count is {count} but {} steps are stored", steps.len()),
+        });
+    }
+    Ok(ThreadView {
+        thread_id: t.get(0),
+        title: t.get(1),
+        summary: t.get(2),
+        status: Status::parse(t.get(3)),
+        parent_thread_id: t.get(4),
+        created_at: t.get(5),
+        updated_at: t.get(6),
+        last_advance_by: t.get(7),
+        step_count: steps.len(),
+        steps,
+    })
+}
