@@ -73,8 +73,10 @@ proptest! {
         ops in proptest::collection::vec((0u32..200, 0u8..4, 0u64..1_000_000), 1..600),
         k in 1usize..12,
         modulus in 1u32..7,
+        block_bits in 1u32..17,
     ) {
-        let mut index = SparseIndex::new(dim).unwrap();
+        // Blocks of 2 to 65,536 ids: up to 300 blocks over these labels, or one.
+        let mut index = SparseIndex::with_block_bits(dim, block_bits).unwrap();
         let mut model: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
         for (i, &(label, op, seed)) in ops.iter().enumerate() {
             if op == 0 {
@@ -109,7 +111,8 @@ proptest! {
 #[test]
 fn compaction_keeps_the_answers() {
     let dim = 96;
-    let mut index = SparseIndex::new(dim).unwrap();
+    // Blocks of 256 ids, so that compaction moves entries across blocks.
+    let mut index = SparseIndex::with_block_bits(dim, 8).unwrap();
     let mut model = BTreeMap::new();
     for label in 0..3000u32 {
         let v = hashlike(dim, 10, u64::from(label));
@@ -136,4 +139,69 @@ fn compaction_keeps_the_answers() {
         assert_eq!(got, scan(&model, &q, 10, &|_| true));
     }
     assert!(index.density() > 0.0 && index.density() < 0.25);
+}
+
+/// Enough vectors that candidates are cut between blocks (more than 4,096 touched before the
+/// last block), in blocks of 1,024, with and without a filter: still the scan's answer.
+#[test]
+fn cuts_between_blocks_keep_the_answers() {
+    let dim = 64;
+    let mut index = SparseIndex::with_block_bits(dim, 10).unwrap();
+    let mut model = BTreeMap::new();
+    for label in 0..20_000u32 {
+        let v = hashlike(dim, 1 + (label % 9) as usize, u64::from(label) * 7 + 1);
+        index.insert(label, &v).unwrap();
+        model.insert(label, v);
+    }
+    let admit = |l: u32| l % 17 == 3;
+    for seed in 0..30u64 {
+        let q = hashlike(dim, 1 + (seed % 4) as usize, seed ^ 0x99);
+        let exact = |l: u32| dot(&q, &model[&l]);
+        for (k, filter) in [
+            (10, None),
+            (100, None),
+            (10, Some(&admit as &dyn Fn(u32) -> bool)),
+        ] {
+            let mut got = index.search(&q, k, filter, &exact);
+            got.retain(|h| h.score > 0.0);
+            got.truncate(k);
+            let want = scan(&model, &q, k, &|l| filter.is_none_or(|f| f(l)));
+            assert_eq!(got, want, "query {seed}, k {k}");
+        }
+    }
+}
+
+/// A vector holding NaN or infinity is not walked but handed to the caller's product, as a
+/// scan would meet it; the others rank as usual.
+#[test]
+fn vectors_with_odd_values_go_to_the_caller() {
+    let dim = 16;
+    let mut index = SparseIndex::with_block_bits(dim, 2).unwrap();
+    let mut model = BTreeMap::new();
+    for label in 0..40u32 {
+        let mut v = hashlike(dim, 3, u64::from(label));
+        if label == 13 {
+            v[0] = f32::NAN;
+        }
+        if label == 21 {
+            v[5] = f32::INFINITY;
+        }
+        index.insert(label, &v).unwrap();
+        model.insert(label, v);
+    }
+    let q = hashlike(dim, 3, 0x1234);
+    let exact = |l: u32| dot(&q, &model[&l]);
+    let got = index.search(&q, 5, None, &exact);
+    let labels: Vec<u32> = got.iter().map(|h| h.label).collect();
+    assert!(labels.contains(&13) && labels.contains(&21), "{labels:?}");
+    let mut ranked: Vec<Hit> = got.into_iter().filter(|h| h.score > 0.0).collect();
+    ranked.truncate(5);
+    assert_eq!(ranked, scan(&model, &q, 5, &|_| true));
+    assert!(index.remove(13) && index.remove(21));
+    assert!(
+        index
+            .search(&q, 5, None, &exact)
+            .iter()
+            .all(|h| h.label != 13 && h.label != 21)
+    );
 }

@@ -171,6 +171,8 @@ pub struct Bm25Index {
     total_len: u64,
     /// One more than the largest document id ever inserted (sizes the dense accumulator).
     doc_bound: u64,
+    /// Dense accumulators of earlier searches, zeroed, for the next.
+    scratch: ScratchPool,
 }
 
 impl Bm25Index {
@@ -312,7 +314,50 @@ impl Bm25Index {
             return Vec::new();
         }
         let avg_len = self.total_len as f64 / n_docs;
-        let mut acc = Accumulator::new(self.doc_bound, self.docs.len());
+        let mut parts = TermParts::new(params, avg_len);
+        if self.doc_bound > 4 * self.docs.len() as u64 + 1024 {
+            let mut acc: HashMap<u32, f64> = HashMap::new();
+            self.walk(query, n_docs, &mut parts, |doc, x| {
+                *acc.entry(doc).or_insert(0.0) += x
+            });
+            return acc.into_iter().collect();
+        }
+        // A dense accumulator taken from the pool: allocating and zeroing 9 MB a search at a
+        // million documents cost more page faults than the walk.
+        let mut dense = self.scratch.take(self.doc_bound as usize);
+        {
+            let Dense {
+                scores,
+                hit,
+                touched,
+            } = &mut dense;
+            self.walk(query, n_docs, &mut parts, |doc, x| {
+                let d = doc as usize;
+                if !hit[d] {
+                    hit[d] = true;
+                    touched.push(doc);
+                }
+                scores[d] += x;
+            });
+        }
+        let out = dense
+            .touched
+            .iter()
+            .map(|&d| (d, dense.scores[d as usize]))
+            .collect();
+        self.scratch.give(dense);
+        out
+    }
+
+    /// Calls `add(doc, w(t)·idf(t)·part)` for every posting of every query term, term by term
+    /// in the query's order (so that sums come out the same however they are accumulated).
+    fn walk(
+        &self,
+        query: &Bm25Query,
+        n_docs: f64,
+        parts: &mut TermParts,
+        mut add: impl FnMut(u32, f64),
+    ) {
         for (term, weight) in query.terms() {
             if *weight == 0.0 || !weight.is_finite() {
                 continue;
@@ -324,10 +369,9 @@ impl Bm25Index {
             let df = list.len() as f64;
             let idf = Bm25Params::idf(n_docs, df);
             for p in list {
-                acc.add(p.doc, weight * idf * term_weight(p, avg_len, params));
+                add(p.doc, weight * idf * parts.get(p));
             }
         }
-        acc.into_vec()
     }
 
     /// BM25 scores computed as if the index held only `candidates`: the document count,
@@ -538,6 +582,96 @@ impl Bm25Index {
 #[inline]
 fn term_weight(p: &Posting, avg_len: f64, params: Bm25Params) -> f64 {
     params.term_part(p.tf, p.len, avg_len)
+}
+
+/// The term-frequency parts of one search, memoised by `(tf, len)`: a posting's part depends
+/// on nothing else while the average length is fixed, and most postings share a few small
+/// pairs, so a search at a million documents divides once per pair instead of once per
+/// posting. The memo holds exactly what [`Bm25Params::term_part`] returns.
+struct TermParts {
+    params: Bm25Params,
+    avg_len: f64,
+    memo: Vec<f64>,
+}
+
+/// Term frequencies and lengths memoised: `tf` in 1..=8, `len` below 256.
+const MEMO_TF: u32 = 8;
+const MEMO_LEN: u32 = 256;
+
+impl TermParts {
+    fn new(params: Bm25Params, avg_len: f64) -> TermParts {
+        TermParts {
+            params,
+            avg_len,
+            memo: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, p: &Posting) -> f64 {
+        if p.tf == 0 || p.tf > MEMO_TF || p.len >= MEMO_LEN {
+            return term_weight(p, self.avg_len, self.params);
+        }
+        if self.memo.is_empty() {
+            self.memo = vec![f64::NAN; (MEMO_TF * MEMO_LEN) as usize];
+        }
+        let slot = &mut self.memo[((p.tf - 1) * MEMO_LEN + p.len) as usize];
+        if slot.is_nan() {
+            *slot = term_weight(p, self.avg_len, self.params);
+        }
+        *slot
+    }
+}
+
+/// A dense accumulator: sums by document, whether each was hit, and the hit documents in the
+/// order first hit.
+#[derive(Debug, Default)]
+struct Dense {
+    scores: Vec<f64>,
+    hit: Vec<bool>,
+    touched: Vec<u32>,
+}
+
+/// Zeroed dense accumulators kept between searches (cloning an index starts an empty pool).
+#[derive(Debug, Default)]
+struct ScratchPool(std::sync::Mutex<Vec<Dense>>);
+
+impl Clone for ScratchPool {
+    fn clone(&self) -> Self {
+        ScratchPool::default()
+    }
+}
+
+impl ScratchPool {
+    /// An accumulator of at least `n` zeroed documents.
+    fn take(&self, n: usize) -> Dense {
+        let mut dense = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut pool| pool.pop())
+            .unwrap_or_default();
+        if dense.scores.len() < n {
+            dense.scores.resize(n, 0.0);
+            dense.hit.resize(n, false);
+        }
+        dense
+    }
+
+    /// Zeroes what a search touched and keeps the accumulator for the next.
+    fn give(&self, mut dense: Dense) {
+        for &d in &dense.touched {
+            dense.scores[d as usize] = 0.0;
+            dense.hit[d as usize] = false;
+        }
+        dense.touched.clear();
+        if let Ok(mut pool) = self.0.lock() {
+            // Two at most: searches of one index rarely overlap more.
+            if pool.len() < 2 {
+                pool.push(dense);
+            }
+        }
+    }
 }
 
 /// Per-document score sums: a dense array when document ids are compact, a map otherwise.

@@ -255,6 +255,59 @@ pub fn with_neighbours(
     out
 }
 
+/// [`with_neighbours`] on an owned list, asking `score_of(id)` for a neighbour's score instead
+/// of keeping a map of every score: at a million documents a common word matches most of
+/// them, and the map (8 MB written a search) cost more than the few hundred look-ups it
+/// served. `score_of` must give what `scores` holds for an id (anything not positive counts
+/// as none, as for an id missing from `scores`). Returns the positive scores, in no
+/// particular order, and whether the first `limit` of them are the best `limit` by their new
+/// scores (ties: smaller id first), which a caller keeping only those can then take as they
+/// are.
+///
+/// ```
+/// use coral_score::{with_neighbours, with_neighbours_owned};
+/// let next = |id: u32| [id.checked_sub(1), (id < 2).then_some(id + 1)];
+/// let scores = vec![(1, 10.0), (2, 1.0)];
+/// let score_of = |id: u32| scores.iter().find(|e| e.0 == id).map_or(0.0, |e| e.1);
+/// let (mut out, best_first) = with_neighbours_owned(scores.clone(), 0.3, 10, next, score_of);
+/// out.sort_by_key(|e| e.0);
+/// assert_eq!(out, [(1, 10.3), (2, 4.0)]);
+/// assert!(best_first);
+/// ```
+pub fn with_neighbours_owned(
+    mut scores: Vec<(u32, f64)>,
+    weight: f64,
+    limit: usize,
+    mut neighbours: impl FnMut(u32) -> [Option<u32>; 2],
+    score_of: impl Fn(u32) -> f64,
+) -> (Vec<(u32, f64)>, bool) {
+    scores.retain(|&(_, s)| s > 0.0);
+    if weight.is_nan() || weight <= 0.0 || scores.is_empty() {
+        return (scores, false);
+    }
+    let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let limit = limit.clamp(1, scores.len());
+    if limit < scores.len() {
+        scores.select_nth_unstable_by(limit - 1, order);
+    }
+    // Context is added to the best `limit` only, so after it they are still ahead of every
+    // other entry: each gains at least 0 and was ahead (score, then id) before.
+    let context: Vec<f64> = scores[..limit]
+        .iter()
+        .map(|e| {
+            neighbours(e.0)
+                .into_iter()
+                .flatten()
+                .map(|n| score_of(n).max(0.0))
+                .fold(0.0f64, f64::max)
+        })
+        .collect();
+    for (entry, c) in scores[..limit].iter_mut().zip(context) {
+        entry.1 += weight * c;
+    }
+    (scores, true)
+}
+
 /// Scores by id.
 enum Scores {
     Dense(Vec<f64>),
@@ -477,6 +530,36 @@ mod tests {
         assert_eq!(out, [(0, 1.0), (1, 2.0), (9, 8.0)]);
         let out = sorted(with_neighbours(&[(0, 1.0), (1, 8.0)], 0.5, 1, line(10)));
         assert_eq!(out, [(0, 1.0), (1, 8.5)]);
+    }
+
+    proptest! {
+        /// The owned variant gives the same scores, and its first `limit` are the best.
+        #[test]
+        fn neighbours_owned_agree_with_the_map(
+            raw in proptest::collection::btree_map(0u32..300, -1.0f64..5.0, 0..120),
+            weight in prop_oneof![Just(0.0), Just(0.3), 0.0f64..1.0],
+            limit in 1usize..150,
+            gap in 1u32..4,
+        ) {
+            let scores: Vec<(u32, f64)> = raw.iter().map(|(&k, &v)| (k, v)).collect();
+            let next = |id: u32| [id.checked_sub(gap), Some(id + gap)];
+            let score_of = |id: u32| raw.get(&id).copied().unwrap_or(0.0);
+            let mut want = with_neighbours(&scores, weight, limit, next);
+            let (mut got, best_first) =
+                with_neighbours_owned(scores.clone(), weight, limit, next, score_of);
+            if best_first {
+                let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+                let mut sorted = got.clone();
+                sorted.sort_by(order);
+                let n = limit.min(got.len());
+                let mut head = got[..n].to_vec();
+                head.sort_by(order);
+                prop_assert_eq!(&head[..], &sorted[..n]);
+            }
+            want.sort_by_key(|e| e.0);
+            got.sort_by_key(|e| e.0);
+            prop_assert_eq!(got, want);
+        }
     }
 
     proptest! {

@@ -64,7 +64,9 @@ pub use analysis::{
 pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
-pub use fusion::{HybridParams, Relevance, Spread, fuse_hybrid, with_neighbours};
+pub use fusion::{
+    HybridParams, Relevance, Spread, fuse_hybrid, with_neighbours, with_neighbours_owned,
+};
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 pub use near_duplicate::near_duplicate;
 pub use rank_lists::{ListQuery, Rankings, rank_lists};

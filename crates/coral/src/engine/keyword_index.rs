@@ -148,14 +148,18 @@ impl KeywordIndex {
         query: &Bm25Query,
         allow: Option<&RoaringBitmap>,
     ) -> Vec<(u32, f64)> {
-        self.index
-            .scores(query, Bm25Params::default())
-            .into_iter()
-            .filter(|&(slot, score)| {
-                score > 0.0
-                    && allow.is_none_or(|a| self.row_of(pool, slot).is_some_and(|r| a.contains(r)))
-            })
-            .collect()
+        let mut scores = self.index.scores(query, Bm25Params::default());
+        scores.retain(|&(slot, score)| {
+            score > 0.0
+                && allow.is_none_or(|a| self.row_of(pool, slot).is_some_and(|r| a.contains(r)))
+        });
+        scores
+    }
+
+    /// The BM25 score of one slot's item (0 when it shares no term), the same number
+    /// [`KeywordIndex::scores`] gives it.
+    pub(crate) fn slot_score(&self, query: &Bm25Query, slot: u32) -> f64 {
+        self.index.score(query, Bm25Params::default(), slot)
     }
 
     /// The pool row of a slot's item.

@@ -21,7 +21,7 @@
 use coral_heat::{HeatParams, heat};
 use coral_score::{
     BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Scored, Spread, TimeWindow, TopK,
-    bitmap_jaccard, dot, fuse_hybrid, rank_lists, time_decay, with_neighbours,
+    bitmap_jaccard, dot, fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
 };
 use roaring::RoaringBitmap;
 
@@ -79,11 +79,17 @@ impl State {
             Vec::new()
         };
         let allowed = |row: u32| query.allow.is_none_or(|a| a.contains(row));
-        let smoothed = with_neighbours(&raw, p.neighbours, 4 * depth, |slot| {
-            keywords
-                .neighbours(slot, p.neighbour_gap)
-                .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
-        });
+        let (smoothed, best_first) = with_neighbours_owned(
+            raw,
+            p.neighbours,
+            4 * depth,
+            |slot| {
+                keywords
+                    .neighbours(slot, p.neighbour_gap)
+                    .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
+            },
+            |slot| keywords.slot_score(query.keywords, slot),
+        );
         // The spread of the scores as ranked (with their context), so that context does not
         // stand out against the bare scores' spread.
         let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
@@ -92,7 +98,11 @@ impl State {
         let mut best = smoothed;
         let keep = 4 * depth;
         if best.len() > keep {
-            best.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            if !best_first {
+                best.select_nth_unstable_by(keep - 1, |a, b| {
+                    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+                });
+            }
             best.truncate(keep);
         }
         let bm25: Vec<(u32, f64)> = best
