@@ -72,50 +72,52 @@ impl State {
             self.door.indexes(approximate.then_some(query.ann.embedder));
         let pool = store.pool();
 
-        // BM25 by slot with neighbouring context, and its spread over every searchable item.
-        let raw = if p.bm25 > 0.0 {
-            keywords.scores(pool, query.keywords, query.allow)
-        } else {
-            Vec::new()
-        };
         let allowed = |row: u32| query.allow.is_none_or(|a| a.contains(row));
-        let (smoothed, best_first) = with_neighbours_owned(
-            raw,
-            p.neighbours,
-            4 * depth,
-            |slot| {
-                keywords
-                    .neighbours(slot, p.neighbour_gap)
-                    .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
-            },
-            |slot| keywords.slot_score(query.keywords, slot),
-        );
-        // The spread of the scores as ranked (with their context), so that context does not
-        // stand out against the bare scores' spread.
-        let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
-        // Fusion looks at the best 4 × depth only (the z-score follows the score): map just
-        // those to rows, not every item a common word matched.
-        let mut best = smoothed;
-        let keep = 4 * depth;
-        if best.len() > keep {
-            if !best_first {
-                best.select_nth_unstable_by(keep - 1, |a, b| {
-                    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
-                });
-            }
-            best.truncate(keep);
-        }
-        let bm25: Vec<(u32, f64)> = best
-            .iter()
-            .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
-            .collect();
-
         // The vector ranking, only when it votes.
         let vector = query
             .vector
             .filter(|v| v.len() == pool.dim() && p.vector > 0.0);
         let empty: Bitmap = [0; BITMAP_WORDS];
-        let lists = match (vector, vectors) {
+        // BM25 by slot with neighbouring context, and its spread over every searchable item.
+        let keyword_side = || {
+            let raw = if p.bm25 > 0.0 {
+                keywords.scores(pool, query.keywords, query.allow)
+            } else {
+                Vec::new()
+            };
+            let (smoothed, best_first) = with_neighbours_owned(
+                raw,
+                p.neighbours,
+                4 * depth,
+                |slot| {
+                    keywords
+                        .neighbours(slot, p.neighbour_gap)
+                        .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
+                },
+                |slot| keywords.slot_score(query.keywords, slot),
+            );
+            // The spread of the scores as ranked (with their context), so that context does not
+            // stand out against the bare scores' spread.
+            let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
+            // Fusion looks at the best 4 × depth only (the z-score follows the score): map just
+            // those to rows, not every item a common word matched.
+            let mut best = smoothed;
+            let keep = 4 * depth;
+            if best.len() > keep {
+                if !best_first {
+                    best.select_nth_unstable_by(keep - 1, |a, b| {
+                        b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+                    });
+                }
+                best.truncate(keep);
+            }
+            let bm25: Vec<(u32, f64)> = best
+                .iter()
+                .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
+                .collect();
+            (bm25, bm25_spread)
+        };
+        let vector_side = || match (vector, vectors) {
             // Above `retrieval.ann_threshold`: the graph's candidates, re-ranked exactly, and
             // the spread from a sample (docs/ann.md).
             (Some(v), Some(index)) => {
@@ -144,6 +146,14 @@ impl State {
                 },
             ),
             (None, _) => Default::default(),
+        };
+        // With the index (a pool at or above `retrieval.ann_threshold`) the two rankings are
+        // independent walks of a few milliseconds each (docs/ann.md, "Measured"): they run
+        // side by side on two cores. Below it, one after the other as before.
+        let ((bm25, bm25_spread), lists) = if vector.is_some() && vectors.is_some() {
+            rayon::join(keyword_side, vector_side)
+        } else {
+            (keyword_side(), vector_side())
         };
         let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
         let coverage = keywords.coverage_of(pool, query.keywords, query.question);
