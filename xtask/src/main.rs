@@ -10,6 +10,9 @@
 //! - `stress-1m`: a million memories with the approximate vector index (recall@10 against
 //!   exact brute force, search p50 / p99, inserts/s, reopen, peak RSS, index build time),
 //!   written to `target/coral-bench/stress-1m.json` (`--items`, `--dims`, `--queries`).
+//! - `search-1m`: one search's latency at a million memories, the pool built once into a
+//!   directory and reopened each run -> `target/coral-bench/search-1m.json` (`--dir`,
+//!   `--items`, `--queries`).
 //! - `sparse-walk`: density of hash vectors on the stress corpus's generator and the cost of
 //!   the exact sparse top-k at 1M against a full scan, written to
 //!   `target/coral-bench/sparse-walk.json` (`--items`, `--dim`, `--queries`).
@@ -41,6 +44,7 @@ mod fuzz;
 mod hook_bench;
 mod packages;
 mod scenarios;
+mod search_1m;
 mod servers;
 mod sparse_walk;
 mod stress;
@@ -68,6 +72,7 @@ fn main() -> Result<()> {
         "stress-20k" => stress::run(&root(), &args[1..]),
         "stress-1m" => stress_1m::run(&root(), &args[1..]),
         "sparse-walk" => sparse_walk::run(&root(), &args[1..]),
+        "search-1m" => search_1m::run(&root(), &args[1..]),
         "stress-threads" => stress_threads::run(&root(), &args[1..]),
         "bench" => {
             let mut a = vec!["bench", "-p", "coral-benches"];
@@ -105,6 +110,7 @@ fn print_help() {
          clients      check coral mcp with the Python MCP client and the MCP Inspector\n  \
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
          stress-1m    1,000,000 items with the vector index -> target/coral-bench/stress-1m.json\n  \
+         search-1m    one search's latency at 1M (pool kept in a directory) -> target/coral-bench/search-1m.json\n  \
          sparse-walk  hash-vector density and the sparse exact top-k at 1M -> target/coral-bench/sparse-walk.json\n  \
          stress-threads  threads in one process and across 3 processes -> target/coral-bench/stress-threads.json\n  \
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \
