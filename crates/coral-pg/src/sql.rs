@@ -66,6 +66,21 @@ pub(crate) const ITEMS_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, i.co
      JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
      WHERE i.tenant = $1 AND i.key = ANY($2)";
 
+/// Every item of the tenant, with counters (listing and export).
+pub(crate) const ALL_ITEMS: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
+     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
+     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
+     WHERE i.tenant = $1 ORDER BY i.created, i.item_id";
+
+/// A search's hits counted: one more access each, the later access time, in one statement.
+pub(crate) const TOUCH_IDS: &str = "UPDATE coral_heat h SET access_count = h.access_count + 1, \
+     last_access = GREATEST(h.last_access, $3) FROM coral_items i \
+     WHERE h.tenant = $1 AND i.tenant = $1 AND i.key = h.key AND i.item_id = ANY($2)";
+
+/// A memory's importance.
+pub(crate) const SET_IMPORTANCE: &str =
+    "UPDATE coral_items SET importance = $3 WHERE tenant = $1 AND item_id = $2 RETURNING key";
+
 /// Deletes items by id; returns what their postings and statistics need.
 pub(crate) const DELETE_ITEMS: &str = "DELETE FROM coral_items WHERE tenant = $1 AND item_id = ANY($2) \
      RETURNING key, item_id, terms, term_count";
@@ -121,6 +136,9 @@ pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id
 pub(crate) const THREAD: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, updated_at, \
      last_advance_by, step_count FROM coral_threads WHERE tenant = $1 AND thread_id = $2";
 
+/// How many threads the tenant has.
+pub(crate) const COUNT_THREADS: &str = "SELECT count(*) FROM coral_threads WHERE tenant = $1";
+
 /// A thread's steps in order.
 pub(crate) const STEPS: &str = "SELECT step_id, seq, text, done, by, at FROM coral_steps \
      WHERE tenant = $1 AND thread_id = $2 ORDER BY seq";
@@ -137,6 +155,9 @@ pub(crate) const ALL: &[&str] = &[
     PROJECTS,
     ITEMS_BY_ID,
     ITEMS_BY_KEY,
+    ALL_ITEMS,
+    TOUCH_IDS,
+    SET_IMPORTANCE,
     DELETE_ITEMS,
     DELETE_POSTINGS,
     DELETE_HEAT,
@@ -150,6 +171,7 @@ pub(crate) const ALL: &[&str] = &[
     BUMP_THREAD,
     INSERT_STEP,
     THREAD,
+    COUNT_THREADS,
     STEPS,
 ];
 
@@ -184,6 +206,16 @@ pub(crate) fn sample_dots(dim: usize) -> String {
     )
 }
 
+/// The dot products of `$2` with the vectors of the items `$3` (by id): the component score
+/// of hits that were not vector candidates.
+pub(crate) fn dots_by_id(dim: usize) -> String {
+    format!(
+        "SELECT i.item_id, -((v.embedding::vector({dim})) <#> ($2::vector({dim}))) \
+         FROM coral_vectors v JOIN coral_items i ON i.tenant = v.tenant AND i.key = v.key \
+         WHERE v.tenant = $1 AND v.dim = {dim} AND i.item_id = ANY($3)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,7 +223,7 @@ mod tests {
     /// docs/postgres.md, "Tenancy": no statement on a tenant table without the tenant.
     #[test]
     fn every_statement_is_scoped_to_the_tenant() {
-        let dynamic = [nearest(384), sample_dots(384)];
+        let dynamic = [nearest(384), sample_dots(384), dots_by_id(384)];
         for sql in ALL
             .iter()
             .copied()

@@ -127,6 +127,31 @@ impl PgStore {
         memory::delete(&self.pool, &self.tenant, ids)
     }
 
+    /// Every memory of the tenant, oldest first (ties by id): for listing and export.
+    pub fn all(&self) -> Result<Vec<Stored>> {
+        memory::all(&self.pool, &self.tenant)
+    }
+
+    /// Counts the memories `ids` as accessed at `at` (a search's hits: one more access, the
+    /// later access time), in one statement; returns how many were there.
+    pub fn touch(&self, ids: &[&str], at: f64) -> Result<u64> {
+        memory::touch(&self.pool, &self.tenant, ids, at)
+    }
+
+    /// Sets a memory's importance (0..=1); false when no memory has that id.
+    pub fn set_importance(&self, id: &str, importance: f64) -> Result<bool> {
+        memory::set_importance(&self.pool, &self.tenant, id, importance)
+    }
+
+    /// The dot products of `vector` with the stored vectors of `ids` (those that have one).
+    pub fn dots(
+        &self,
+        ids: &[&str],
+        vector: &[f32],
+    ) -> Result<std::collections::HashMap<String, f64>> {
+        memory::dots(&self.pool, &self.tenant, self.dim, ids, vector)
+    }
+
     /// Memories per tier.
     pub fn count(&self) -> Result<TierCounts> {
         memory::count(&self.pool, &self.tenant)
@@ -185,6 +210,11 @@ impl PgStore {
         now: f64,
     ) -> Result<ThreadView> {
         threads::advance(&self.pool, &self.tenant, thread_id, note, done, by, now)
+    }
+
+    /// How many threads the tenant has.
+    pub fn thread_count(&self) -> Result<u64> {
+        threads::count(&self.pool, &self.tenant)
     }
 
     /// `thread_status` of one thread.

@@ -94,6 +94,16 @@ pub(crate) fn status(pool: &Pool, tenant: &str, thread_id: &str) -> Result<Threa
     })
 }
 
+/// How many threads the tenant has.
+pub(crate) fn count(pool: &Pool, tenant: &str) -> Result<u64> {
+    pool.transaction("thread count", |tx| {
+        let n: i64 = tx
+            .query_opt(sql::COUNT_THREADS, &[&tenant])?
+            .map_or(0, |r| r.get(0));
+        Ok(u64::try_from(n).unwrap_or(0))
+    })
+}
+
 fn not_found(id: &str) -> Error {
     Error::NotFound {
         what: "thread",

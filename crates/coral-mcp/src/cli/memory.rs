@@ -127,7 +127,7 @@ pub(crate) fn search(
 /// `coral get`: one memory (also an archived one) as JSON; exit 1 when there is none.
 pub(crate) fn get(cli: &Globals, id: &str) -> Result<u8, Failure> {
     let coral = open(cli)?;
-    let code = if let Some(m) = coral.get(id) {
+    let code = if let Some(m) = coral.get(id)? {
         print_json(&serde_json::to_value(&m)?);
         0
     } else if let Some(item) = coral.get_archived(id)? {
@@ -147,7 +147,7 @@ pub(crate) fn get(cli: &Globals, id: &str) -> Result<u8, Failure> {
 pub(crate) fn export(cli: &Globals) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let mut out = std::io::stdout().lock();
-    for m in coral.export() {
+    for m in coral.export()? {
         serde_json::to_writer(&mut out, &m)?;
         out.write_all(b"\n")?;
     }

@@ -17,7 +17,7 @@ pub fn snapshot(
     project: Option<&str>,
 ) -> coral::Result<Option<String>> {
     let mut pinned: Vec<Memory> = coral
-        .export()
+        .export()?
         .into_iter()
         .filter(|m| m.item.importance >= hooks.snapshot_min_importance)
         .filter(|m| match (project, m.item.project.as_deref()) {
@@ -34,7 +34,11 @@ pub fn snapshot(
             .then_with(|| a.item.item_id.cmp(&b.item.item_id))
     });
     pinned.truncate(hooks.snapshot_max_memories);
-    let report = coral.threads().status(None, false, None)?;
+    // The postgres backend has no thread overview yet: the snapshot then holds memories only.
+    let report = match coral.thread_status(None, false, None) {
+        Err(coral::Error::Unsupported { .. }) => coral::ThreadStatusReport::Many(Vec::new()),
+        other => other?,
+    };
     let mut threads: Vec<&ThreadView> = report
         .views()
         .into_iter()

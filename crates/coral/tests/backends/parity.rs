@@ -1,0 +1,1 @@
+//! Ranking parity (filled in below).
