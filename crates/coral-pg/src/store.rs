@@ -184,6 +184,7 @@ impl PgStore {
             depth: 100.max(k),
             project: None,
             ef_search: 100.max(k),
+            window: None,
         };
         self.search(&query, k)
     }

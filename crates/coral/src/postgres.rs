@@ -165,11 +165,14 @@ impl PgBackend {
             question: asked.question,
             params: *p,
             depth,
-            project: asked.project.as_deref(),
+            // A project boosts its own and shared memories (`rank.rs`); it filters nothing,
+            // as locally.
+            project: None,
             ef_search: r.ann_ef.max(depth),
+            window: asked.window.as_ref(),
         })?;
         let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
-        let fused: Vec<(u32, f64)> = fuse_hybrid(
+        let mut fused: Vec<(u32, f64)> = fuse_hybrid(
             &found.bm25,
             &found.bm25_spread,
             &coverage,
@@ -181,6 +184,19 @@ impl PgBackend {
         .into_iter()
         .map(|f| (f.id, f.relevance))
         .collect();
+        // A time-shaped query: what happened in its window is a candidate too, the newest
+        // `depth` of those not fused already (as the local engine adds them).
+        if !found.window.is_empty() {
+            let known: std::collections::HashSet<u32> = fused.iter().map(|f| f.0).collect();
+            let inside: Vec<u32> = found
+                .window
+                .iter()
+                .copied()
+                .filter(|n| !known.contains(n))
+                .take(depth)
+                .collect();
+            fused.extend(inside.into_iter().map(|n| (n, 0.0)));
+        }
         let heat = config.heat.params();
         let priors = Priors {
             params: p,
@@ -211,7 +227,6 @@ impl PgBackend {
         // product, fetched for hits that were not vector candidates), the bitmap Jaccard,
         // the creation recency and the BM25 score.
         let by_vector: std::collections::HashMap<u32, f64> = found.vector.iter().copied().collect();
-        let by_bm25: std::collections::HashMap<u32, f64> = found.bm25.iter().copied().collect();
         let missing: Vec<&str> = ranked
             .iter()
             .filter(|h| !by_vector.contains_key(&h.row))
@@ -245,7 +260,7 @@ impl PgBackend {
                             &text_features(&item.content).bitmap,
                         ),
                         time: time_decay(asked.now - item.timestamp, r.tau_days),
-                        bm25: Some(by_bm25.get(&h.row).copied().unwrap_or(0.0)),
+                        bm25: Some(found.bm25_own.get(h.row as usize).copied().unwrap_or(0.0)),
                     },
                 }
             })

@@ -159,7 +159,7 @@ fn a_search_ranks_with_component_scores_and_counts_its_hits() {
 }
 
 #[test]
-fn a_project_search_prefers_its_project_and_shared_memories() {
+fn a_project_search_boosts_its_project_and_shared_memories() {
     for b in backends("project") {
         let c = &b.coral;
         let mine = InsertOptions {
@@ -170,27 +170,31 @@ fn a_project_search_prefers_its_project_and_shared_memories() {
             project: Some("beta".into()),
             ..at(0.0)
         };
-        let a = c.insert_with("the build uses cargo nextest", mine).unwrap();
-        c.insert_with("the build uses cargo nextest and sccache", theirs)
+        let beta = c
+            .insert_with("release notes: the build uses cargo nextest", theirs)
             .unwrap();
-        let hits = c
-            .search_with(
+        let alpha = c
+            .insert_with("our build runs on cargo nextest too", mine)
+            .unwrap();
+        let ask = |project: &str| {
+            c.search_uncounted(
                 "cargo nextest build",
                 SearchOptions {
                     top_k: Some(5),
-                    project: Some("alpha".into()),
+                    project: Some(project.into()),
                     now: Some(T0 + 10.0),
                     ..SearchOptions::default()
                 },
             )
-            .unwrap();
-        assert_eq!(
-            hits.len(),
-            1,
-            "{}: the other project is filtered out",
-            b.name
-        );
-        assert_eq!(hits[0].item.item_id, a.id());
+            .unwrap()
+        };
+        let ids = |hits: Vec<coral::SearchHit>| -> Vec<String> {
+            hits.into_iter().map(|h| h.item.item_id).collect()
+        };
+        // Both are found whatever the project (a boost, not a filter); each project's own
+        // memory first.
+        assert_eq!(ids(ask("alpha")), [alpha.id(), beta.id()], "{}", b.name);
+        assert_eq!(ids(ask("beta")), [beta.id(), alpha.id()], "{}", b.name);
     }
 }
 
