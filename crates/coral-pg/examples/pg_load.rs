@@ -100,6 +100,7 @@ fn main() {
             depth: 100,
             project: None,
             ef_search: 100,
+            embedder: None,
             window: None,
         };
         let t = Instant::now();

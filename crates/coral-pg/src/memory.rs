@@ -415,13 +415,15 @@ pub(crate) fn set_importance(pool: &Pool, tenant: &str, id: &str, importance: f6
     })
 }
 
-/// The dot products of `vector` with the stored vectors of `ids` (those that have one).
+/// The dot products of `vector` with the stored vectors of `ids` (those that have one, of
+/// `embedder` when given).
 pub(crate) fn dots(
     pool: &Pool,
     tenant: &str,
     dim: usize,
     ids: &[&str],
     vector: &[f32],
+    embedder: Option<&str>,
 ) -> Result<HashMap<String, f64>> {
     if vector.len() != dim {
         return Err(Error::InvalidInput(format!(
@@ -434,7 +436,7 @@ pub(crate) fn dots(
     let statement = sql::dots_by_id(dim);
     pool.transaction("vector scores", |tx| {
         Ok(tx
-            .query(&statement, &[&tenant, &v, &ids])?
+            .query(&statement, &[&tenant, &v, &ids, &embedder])?
             .iter()
             .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
             .collect())

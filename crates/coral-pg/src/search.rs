@@ -42,6 +42,9 @@ pub struct SearchQuery<'a> {
     pub project: Option<&'a str>,
     /// HNSW candidate list size (`hnsw.ef_search`), at least `depth`.
     pub ef_search: usize,
+    /// Only vectors this embedder made vote (`None`: any): another model's vectors are not
+    /// comparable with the query's (docs/embeddings.md, "Changing models").
+    pub embedder: Option<&'a str>,
     /// A time-shaped query's window (`coral_score::time_window`): its newest items are
     /// candidates too ([`Candidates::window`]).
     pub window: Option<&'a TimeWindow>,
@@ -132,9 +135,15 @@ pub(crate) fn candidates(
         let project = query.project.unwrap_or_default();
         let postings_in: [&(dyn ToSql + Sync); 3] = [&tenant, &names, &project];
         let in_project: [&(dyn ToSql + Sync); 2] = [&tenant, &project];
-        let nearest_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &query.project, &limit];
-        let sample_params: [&(dyn ToSql + Sync); 4] =
-            [&tenant, &vector, &query.project, &SPREAD_SAMPLES];
+        let nearest_params: [&(dyn ToSql + Sync); 5] =
+            [&tenant, &vector, &query.project, &limit, &query.embedder];
+        let sample_params: [&(dyn ToSql + Sync); 5] = [
+            &tenant,
+            &vector,
+            &query.project,
+            &SPREAD_SAMPLES,
+            &query.embedder,
+        ];
         let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
         if keywords {
             statements.push((sql::DOC_STATS, &by_tenant));

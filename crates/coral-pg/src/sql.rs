@@ -211,33 +211,37 @@ pub(crate) fn hnsw_index(dim: usize) -> String {
 
 /// The nearest `$4` vectors of `dim` dimensions to `$2` by cosine distance, with their exact
 /// dot products with it (the index's order is approximate, its distances are not), among the
-/// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones. The dimension is
+/// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones, and when `$5` is
+/// not null only those of that embedder. The dimension is
 /// written into the text (not a parameter) so that the planner can match the partial index.
 pub(crate) fn nearest(dim: usize) -> String {
     format!(
         "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         AND ($5::text IS NULL OR embedder = $5) \
          ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4"
     )
 }
 
-/// The dot products of `$2` with an even sample of `$4` of the tenant's vectors (the spread
-/// of the vector ranking's z-scores).
+/// The dot products of `$2` with an even sample of `$4` of the tenant's vectors (of embedder
+/// `$5` when not null): the spread of the vector ranking's z-scores.
 pub(crate) fn sample_dots(dim: usize) -> String {
     format!(
         "SELECT -(embedding <#> $2) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         AND ($5::text IS NULL OR embedder = $5) \
          ORDER BY sample LIMIT $4"
     )
 }
 
-/// The dot products of `$2` with the vectors of the items `$3` (by id): the component score
-/// of hits that were not vector candidates.
+/// The dot products of `$2` with the vectors of the items `$3` (by id; of embedder `$4` when
+/// not null): the component score of hits that were not vector candidates.
 pub(crate) fn dots_by_id(dim: usize) -> String {
     format!(
         "SELECT i.item_id, -((v.embedding::vector({dim})) <#> ($2::vector({dim}))) \
          FROM coral_vectors v JOIN coral_items i ON i.tenant = v.tenant AND i.key = v.key \
-         WHERE v.tenant = $1 AND v.dim = {dim} AND i.item_id = ANY($3)"
+         WHERE v.tenant = $1 AND v.dim = {dim} AND i.item_id = ANY($3) \
+         AND ($4::text IS NULL OR v.embedder = $4)"
     )
 }
 

@@ -143,13 +143,15 @@ impl PgStore {
         memory::set_importance(&self.pool, &self.tenant, id, importance)
     }
 
-    /// The dot products of `vector` with the stored vectors of `ids` (those that have one).
+    /// The dot products of `vector` with the stored vectors of `ids` (those that have one, of
+    /// `embedder` when given).
     pub fn dots(
         &self,
         ids: &[&str],
         vector: &[f32],
+        embedder: Option<&str>,
     ) -> Result<std::collections::HashMap<String, f64>> {
-        memory::dots(&self.pool, &self.tenant, self.dim, ids, vector)
+        memory::dots(&self.pool, &self.tenant, self.dim, ids, vector, embedder)
     }
 
     /// Memories per tier.
@@ -184,6 +186,7 @@ impl PgStore {
             depth: 100.max(k),
             project: None,
             ef_search: 100.max(k),
+            embedder: None,
             window: None,
         };
         self.search(&query, k)

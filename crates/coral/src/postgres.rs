@@ -169,6 +169,7 @@ impl PgBackend {
             // as locally.
             project: None,
             ef_search: r.ann_ef.max(depth),
+            embedder: Some(self.embedder.name()),
             window: asked.window.as_ref(),
         })?;
         let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
@@ -233,7 +234,9 @@ impl PgBackend {
             .map(|h| found.items[h.row as usize].item.item_id.as_str())
             .collect();
         let other_dots = match vector {
-            Some(v) if !missing.is_empty() => self.store.dots(&missing, v)?,
+            Some(v) if !missing.is_empty() => {
+                self.store.dots(&missing, v, Some(self.embedder.name()))?
+            }
             _ => Default::default(),
         };
         let mut hits: Vec<SearchHit> = ranked

@@ -7,7 +7,9 @@
 mod common;
 mod parity;
 
-use coral::{Coral, Error, InsertOptions, InsertOutcome, ListQuery, SearchOptions, Tier};
+use coral::{
+    Coral, Error, HashEmbedder, InsertOptions, InsertOutcome, ListQuery, SearchOptions, Tier,
+};
 
 use common::{backends, open_postgres, postgres_url, tenant};
 
@@ -501,4 +503,49 @@ fn an_unreachable_server_fails_the_open_clearly() {
     assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
     assert!(e.contains("cannot reach postgres"), "{e}");
     assert!(!e.contains("hunter2"), "{e}");
+}
+
+/// Another model of the same dimension: the hash embedder's vectors under another name (a
+/// stand-in for switching between two models of one size).
+struct Renamed(HashEmbedder);
+
+impl coral::Embedder for Renamed {
+    fn name(&self) -> &str {
+        "another-model"
+    }
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, coral_embed::Error> {
+        self.0.embed(texts)
+    }
+}
+
+/// Vectors another embedder made are never scored against a query (docs/embeddings.md,
+/// "Changing models"): keywords still find the memory, its vector gives nothing.
+#[test]
+fn another_embedders_vectors_are_not_scored() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let shared = tenant("embedders");
+    let hash = open_postgres(&dir.path().join("a"), &url, &shared);
+    let stored = hash
+        .insert_with("the lighthouse keeper logs the fog every night", at(0.0))
+        .unwrap();
+    let own = search(&hash, "lighthouse fog", 1);
+    assert!(own[0].scores.vector > 0.0, "{:?}", own[0].scores);
+
+    let mut config = (*hash.config()).clone();
+    config.base_dir = dir.path().join("b");
+    let other = Coral::open_with(
+        config,
+        std::sync::Arc::new(Renamed(HashEmbedder::new(common::DIM).unwrap())),
+    )
+    .unwrap();
+    let hits = search(&other, "lighthouse fog", 1);
+    assert_eq!(hits[0].item.item_id, stored.id());
+    assert_eq!(hits[0].scores.vector, 0.0, "{:?}", hits[0].scores);
+    assert!(hits[0].scores.bm25.unwrap() > 0.0);
 }
