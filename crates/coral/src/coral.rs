@@ -86,7 +86,12 @@ impl Coral {
         if config.storage.backend() == crate::config::StorageBackend::Postgres {
             // Memories and threads in the database; nothing of them in the data directory.
             let backend = PgBackend::open(config.clone(), embedder)?;
-            let notices = Vec::new();
+            // Standing facts worth one line: what the database does not do yet.
+            let notices = vec![
+                "storage.backend = \"postgres\": tiers, capacity, quotas and distillation are not \
+                 applied to the database yet; every memory stays hot (docs/postgres.md)"
+                    .to_string(),
+            ];
             let timeline = TimelineSlot::new(&config, backend.config.redaction().clone());
             return Ok(Coral {
                 backend: Backend::Postgres(Box::new(backend)),

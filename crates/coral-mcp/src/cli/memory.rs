@@ -185,20 +185,31 @@ pub(crate) fn stats(cli: &Globals) -> Result<u8, Failure> {
         if let Some(why) = &stats.vectors_disabled {
             outln!("vectors not scored: {why}");
         }
-        outln!(
-            "disk: {} bytes ({} data + {} vectors){}",
-            disk.total_bytes,
-            disk.data_bytes,
-            disk.projected_vector_bytes,
-            disk.ratio
-                .map(|r| format!(", {:.0}% of the budget", r * 100.0))
-                .unwrap_or_default()
-        );
-        outln!(
-            "journal: {} bytes since checkpoint {}",
-            stats.journal_bytes,
-            stats.generation
-        );
+        if let Some(tenant) = &stats.tenant {
+            outln!(
+                "backend: {} (tenant {})",
+                stats.backend,
+                coral::echo(tenant)
+            );
+        } else {
+            outln!(
+                "disk: {} bytes ({} data + {} vectors){}",
+                disk.total_bytes,
+                disk.data_bytes,
+                disk.projected_vector_bytes,
+                disk.ratio
+                    .map(|r| format!(", {:.0}% of the budget", r * 100.0))
+                    .unwrap_or_default()
+            );
+            outln!(
+                "journal: {} bytes since checkpoint {}",
+                stats.journal_bytes,
+                stats.generation
+            );
+        }
+        if let Some(why) = &stats.backend_error {
+            outln!("backend error: {why}");
+        }
         if stats.skipped_lines > 0 {
             outln!("skipped lines kept in files: {}", stats.skipped_lines);
         }
