@@ -389,6 +389,19 @@ fn raw_keyword_scores(
     raw
 }
 
+/// An item created near a candidate, as `NEIGHBOURS` returns it.
+struct Near {
+    key: i64,
+    /// Its creation millisecond.
+    ms: i64,
+    /// `coral_store::tiebreak_key` of its id: the local order within a millisecond.
+    tiebreak: u64,
+    /// Whether the search's filter lets it through.
+    allowed: bool,
+    /// Whether it was looked for after the candidate (else before).
+    later: bool,
+}
+
 /// The millisecond of a creation time, as the local keyword index orders items.
 fn time_key(t: f64) -> i64 {
     (t * 1000.0).round() as i64
@@ -421,19 +434,21 @@ fn neighbour_context(
     let keys: Vec<i64> = best.iter().map(|&(i, _)| positive[i as usize].0).collect();
     let rows = tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?;
     // Per candidate key: its own time and the rows around it.
-    let mut around: HashMap<i64, Vec<(i64, i64, u64, bool, bool)>> = HashMap::new();
+    let mut around: HashMap<i64, Vec<Near>> = HashMap::new();
     let mut own_time: HashMap<i64, i64> = HashMap::new();
     for r in &rows {
-        let (c, n): (i64, i64) = (r.get(0), r.get(1));
+        let (c, key): (i64, i64) = (r.get(0), r.get(1));
         let ms = time_key(r.get::<_, f64>(3));
-        if c == n {
+        if c == key {
             own_time.insert(c, ms);
         }
-        let id: &str = r.get(2);
-        around
-            .entry(c)
-            .or_default()
-            .push((n, ms, tiebreak_key(id), r.get(4), r.get(5)));
+        around.entry(c).or_default().push(Near {
+            key,
+            ms,
+            tiebreak: tiebreak_key(r.get::<_, &str>(2)),
+            allowed: r.get(4),
+            later: r.get(5),
+        });
     }
     let gap = time_key(p.neighbour_gap.max(0.0));
     let index: HashMap<i64, u32> = positive
@@ -448,15 +463,15 @@ fn neighbour_context(
         };
         let before = rows
             .iter()
-            .filter(|r| !r.4 && r.1 < here)
-            .max_by_key(|r| (r.1, r.2));
+            .filter(|n| !n.later && n.ms < here)
+            .max_by_key(|n| (n.ms, n.tiebreak));
         let after = rows
             .iter()
-            .filter(|r| r.4 && r.1 > here)
-            .min_by_key(|r| (r.1, r.2));
-        let pick = |r: Option<&(i64, i64, u64, bool, bool)>| {
-            r.filter(|r| (r.1 - here).abs() <= gap && r.3)
-                .and_then(|r| index.get(&r.0).copied())
+            .filter(|n| n.later && n.ms > here)
+            .min_by_key(|n| (n.ms, n.tiebreak));
+        let pick = |n: Option<&Near>| {
+            n.filter(|n| (n.ms - here).abs() <= gap && n.allowed)
+                .and_then(|n| index.get(&n.key).copied())
         };
         next.insert(index[key], [pick(before), pick(after)]);
     }

@@ -121,7 +121,7 @@ impl Coral {
         notices.extend(threads.repairs());
         let timeline = TimelineSlot::new(&config, redaction);
         Ok(Coral {
-            backend: Backend::Local(Local { engine, threads }),
+            backend: Backend::Local(Box::new(Local { engine, threads })),
             timeline,
             notices,
             config_path: None,
@@ -181,8 +181,9 @@ impl Coral {
         let Backend::Local(l) = self.backend else {
             return Ok(Vec::new());
         };
-        let threads = l.threads.flush();
-        let closed = l.engine.close()?;
+        let Local { engine, threads } = *l;
+        let threads = threads.flush();
+        let closed = engine.close()?;
         threads?;
         Ok(closed.checkpoint_error.into_iter().collect())
     }
