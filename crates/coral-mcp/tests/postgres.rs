@@ -1,6 +1,7 @@
 //! `storage.backend = "postgres"` through the tools and the real binary (docs/postgres.md):
 //! two `coral mcp` processes with separate data directories and one tenant share one memory
-//! and one thread over a real PostgreSQL server, a third tenant sees none of it, and every
+//! and one thread over a real PostgreSQL server (the overview refused by name), a third tenant
+//! sees none of it, and every
 //! built-in tool called from another tenant leaks nothing. Needs `CORAL_POSTGRES_URL`
 //! (`scripts/pg-test-server.sh start`); without it the tests say so and pass, unless
 //! `CORAL_REQUIRE_POSTGRES=1`, where they fail.
@@ -205,11 +206,13 @@ fn two_servers_share_one_tenant_and_a_third_tenant_sees_nothing() {
         .unwrap();
     assert_eq!(status["thread"]["step_count"], 1, "{status}");
     assert_eq!(status["thread"]["steps"][0]["by"], "b");
-    let refused = b
+    let archived = b
         .call("thread_archive", json!({"thread_id": thread_id}))
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(archived["thread"]["status"], "archived", "{archived}");
+    let refused = b.call("thread_status", json!({})).unwrap_err();
     assert!(
-        refused.contains("thread_archive is not supported by the postgres backend"),
+        refused.contains("is not supported by the postgres backend"),
         "{refused}"
     );
 

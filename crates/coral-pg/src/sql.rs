@@ -151,6 +151,32 @@ pub(crate) const BUMP_THREAD: &str = "UPDATE coral_threads SET step_count = step
      updated_at = GREATEST($3, updated_at + 0.000001), last_advance_by = $4 \
      WHERE tenant = $1 AND thread_id = $2 RETURNING step_count";
 
+/// The next step number of a thread being interrupted (its status too); `last_advance_by`
+/// stays, as an interrupt is nobody's advance.
+pub(crate) const INTERRUPT_THREAD: &str = "UPDATE coral_threads SET step_count = step_count + 1, \
+     updated_at = GREATEST($3, updated_at + 0.000001), status = 'interrupted' \
+     WHERE tenant = $1 AND thread_id = $2 RETURNING step_count";
+
+/// A thread's status, when it is another (no row: unchanged or missing).
+pub(crate) const SET_THREAD_STATUS: &str = "UPDATE coral_threads SET status = $3, \
+     updated_at = GREATEST($4, updated_at + 0.000001) \
+     WHERE tenant = $1 AND thread_id = $2 AND status <> $3 RETURNING 1";
+
+/// One link at a time per tenant ("link" in ASCII as the seed): two concurrent links cannot
+/// close a cycle between them.
+pub(crate) const LOCK_LINKS: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended($1, 1819176555))";
+
+/// A thread and its ancestors (stops at a missing parent and at a cycle).
+pub(crate) const ANCESTORS: &str = "WITH RECURSIVE up(id) AS (SELECT $2::text UNION \
+     SELECT t.parent_thread_id FROM coral_threads t JOIN up ON t.thread_id = up.id \
+     WHERE t.tenant = $1 AND t.parent_thread_id IS NOT NULL) SELECT id FROM up";
+
+/// A thread's parent, when it is another (no row: unchanged).
+pub(crate) const SET_PARENT: &str = "UPDATE coral_threads SET parent_thread_id = $3, \
+     updated_at = GREATEST($4, updated_at + 0.000001) \
+     WHERE tenant = $1 AND thread_id = $2 AND parent_thread_id IS DISTINCT FROM $3 RETURNING 1";
+
 /// A new step with a random id.
 pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id, seq, step_id, text, done, at, by) \
      VALUES ($1, $2, $3, substr(md5(random()::text || clock_timestamp()::text), 1, 12), $4, $5, $6, $7)";
@@ -194,6 +220,11 @@ pub(crate) const ALL: &[&str] = &[
     INSERT_THREAD,
     THREAD_EXISTS,
     BUMP_THREAD,
+    INTERRUPT_THREAD,
+    SET_THREAD_STATUS,
+    LOCK_LINKS,
+    ANCESTORS,
+    SET_PARENT,
     INSERT_STEP,
     THREAD,
     COUNT_THREADS,

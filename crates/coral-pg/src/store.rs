@@ -216,6 +216,31 @@ impl PgStore {
         threads::advance(&self.pool, &self.tenant, thread_id, note, done, by, now)
     }
 
+    /// `thread_interrupt`: status interrupted and a step `[中断] reason`.
+    pub fn thread_interrupt(
+        &self,
+        thread_id: &str,
+        reason: Option<&str>,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::interrupt(&self.pool, &self.tenant, thread_id, reason, now)
+    }
+
+    /// `thread_archive` (`Status::Archived`) and `thread_resume` (`Status::Active`).
+    pub fn thread_set_status(
+        &self,
+        thread_id: &str,
+        status: coral_thread::Status,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::set_status(&self.pool, &self.tenant, thread_id, status, now)
+    }
+
+    /// `thread_link`: no self-links, no cycles.
+    pub fn thread_link(&self, child_id: &str, parent_id: &str, now: f64) -> Result<()> {
+        threads::link(&self.pool, &self.tenant, child_id, parent_id, now)
+    }
+
     /// How many threads the tenant has.
     pub fn thread_count(&self) -> Result<u64> {
         threads::count(&self.pool, &self.tenant)

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use coral_thread::{
-    Status, StepView, ThreadView, checked_advance, checked_create, looks_completed,
+    INTERRUPT_PREFIX, Status, StepView, ThreadView, checked_advance, checked_create,
+    looks_completed,
 };
 
 use crate::error::{Error, Result};
@@ -83,6 +84,97 @@ pub(crate) fn advance(
             &[&tenant, &thread_id, &seq, &note, &done, &now, &by],
         )?;
         view(tx, tenant, thread_id)
+    })
+}
+
+/// `thread_interrupt`: status interrupted and a step `[中断] reason`, numbered as advances
+/// are.
+pub(crate) fn interrupt(
+    pool: &Pool,
+    tenant: &str,
+    thread_id: &str,
+    reason: Option<&str>,
+    now: f64,
+) -> Result<ThreadView> {
+    let reason = reason.map(str::trim).unwrap_or_default();
+    let text = match reason.is_empty() {
+        true => INTERRUPT_PREFIX.to_string(),
+        false => format!("{INTERRUPT_PREFIX} {reason}"),
+    };
+    let (text, _) = checked_advance(&text, None).map_err(invalid)?;
+    check_time(now)?;
+    pool.transaction("thread interrupt", |tx| {
+        let Some(row) = tx.query_opt(sql::INTERRUPT_THREAD, &[&tenant, &thread_id, &now])? else {
+            return Err(not_found(thread_id));
+        };
+        let seq: i64 = row.get(0);
+        tx.execute(
+            sql::INSERT_STEP,
+            &[&tenant, &thread_id, &seq, &text, &false, &now, &""],
+        )?;
+        view(tx, tenant, thread_id)
+    })
+}
+
+/// `thread_archive` / `thread_resume`: the status (the same status again changes nothing, not
+/// even `updated_at`).
+pub(crate) fn set_status(
+    pool: &Pool,
+    tenant: &str,
+    thread_id: &str,
+    status: Status,
+    now: f64,
+) -> Result<ThreadView> {
+    check_time(now)?;
+    let status = status.as_str().to_string();
+    pool.transaction("thread status change", |tx| {
+        if tx
+            .query_opt(
+                sql::SET_THREAD_STATUS,
+                &[&tenant, &thread_id, &status, &now],
+            )?
+            .is_none()
+            && tx
+                .query_opt(sql::THREAD_EXISTS, &[&tenant, &thread_id])?
+                .is_none()
+        {
+            return Err(not_found(thread_id));
+        }
+        view(tx, tenant, thread_id)
+    })
+}
+
+/// `thread_link`: `parent_id` becomes the parent of `child_id`; no self-links, no cycles
+/// (links of one tenant are serialised, so two concurrent links cannot close one).
+pub(crate) fn link(
+    pool: &Pool,
+    tenant: &str,
+    child_id: &str,
+    parent_id: &str,
+    now: f64,
+) -> Result<()> {
+    check_time(now)?;
+    pool.transaction("thread link", |tx| {
+        tx.query(sql::LOCK_LINKS, &[&tenant])?;
+        for id in [child_id, parent_id] {
+            if tx.query_opt(sql::THREAD_EXISTS, &[&tenant, &id])?.is_none() {
+                return Err(not_found(id));
+            }
+        }
+        if child_id == parent_id {
+            return Err(Error::InvalidInput(format!(
+                "cannot link thread {child_id} to itself"
+            )));
+        }
+        let ancestors = tx.query(sql::ANCESTORS, &[&tenant, &parent_id])?;
+        if ancestors.iter().any(|r| r.get::<_, &str>(0) == child_id) {
+            return Err(Error::InvalidInput(format!(
+                "linking {child_id} under {parent_id} would make a cycle: {parent_id} already \
+                 descends from {child_id}"
+            )));
+        }
+        tx.query_opt(sql::SET_PARENT, &[&tenant, &child_id, &parent_id, &now])?;
+        Ok(())
     })
 }
 

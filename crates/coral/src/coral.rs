@@ -657,39 +657,36 @@ impl Coral {
         }
     }
 
-    /// `thread_interrupt(thread_id, reason?)` (local backend only, for now).
+    /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
+    /// `[中断] reason`.
     pub fn thread_interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
-        Ok(self
-            .backend
-            .local("thread_interrupt")?
-            .threads
-            .interrupt(thread_id, reason)?)
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.interrupt(thread_id, reason)?),
+            Backend::Postgres(p) => p.thread_interrupt(thread_id, reason),
+        }
     }
 
-    /// `thread_archive(thread_id)` (local backend only, for now).
+    /// `thread_archive(thread_id)`: hidden from the overview, kept forever.
     pub fn thread_archive(&self, thread_id: &str) -> Result<ThreadView> {
-        Ok(self
-            .backend
-            .local("thread_archive")?
-            .threads
-            .archive(thread_id)?)
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.archive(thread_id)?),
+            Backend::Postgres(p) => p.thread_set_status(thread_id, crate::ThreadStatus::Archived),
+        }
     }
 
-    /// `thread_resume(thread_id)` (local backend only, for now).
+    /// `thread_resume(thread_id)`: back to active.
     pub fn thread_resume(&self, thread_id: &str) -> Result<ThreadView> {
-        Ok(self
-            .backend
-            .local("thread_resume")?
-            .threads
-            .resume(thread_id)?)
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.resume(thread_id)?),
+            Backend::Postgres(p) => p.thread_set_status(thread_id, crate::ThreadStatus::Active),
+        }
     }
 
-    /// `thread_link(child_id, parent_id)` (local backend only, for now).
+    /// `thread_link(child_id, parent_id)`: no self-links, no cycles.
     pub fn thread_link(&self, child_id: &str, parent_id: &str) -> Result<()> {
-        Ok(self
-            .backend
-            .local("thread_link")?
-            .threads
-            .link(child_id, parent_id)?)
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.link(child_id, parent_id)?),
+            Backend::Postgres(p) => p.thread_link(child_id, parent_id),
+        }
     }
 }

@@ -11,7 +11,7 @@ use coral_embed::{Embedder, item_id, text_features, token_count};
 use coral_pg::{NewMemory, PgOptions, PgStore, SearchQuery};
 use coral_score::{bitmap_jaccard, fuse_hybrid, time_decay};
 use coral_store::{Item, Tier, tiebreak_key};
-use coral_thread::{StatusReport, ThreadView};
+use coral_thread::{Status as ThreadStatus, StatusReport, ThreadView};
 
 use crate::config::{Config, RetrievalMode};
 use crate::engine::RRF_DEPTH;
@@ -410,6 +410,48 @@ impl PgBackend {
         self.store
             .thread_advance(thread_id, &note, done, by, unix_now())
             .map_err(|e| thread_error(e, thread_id))
+    }
+
+    /// `thread_interrupt`, the reason with secrets replaced.
+    pub(crate) fn thread_interrupt(
+        &self,
+        thread_id: &str,
+        reason: Option<&str>,
+    ) -> Result<ThreadView> {
+        self.refresh_config();
+        let reason = reason.map(|r| self.config.redaction().apply(r).0);
+        self.store
+            .thread_interrupt(thread_id, reason.as_deref(), unix_now())
+            .map_err(|e| thread_error(e, thread_id))
+    }
+
+    /// `thread_archive` / `thread_resume`.
+    pub(crate) fn thread_set_status(
+        &self,
+        thread_id: &str,
+        status: ThreadStatus,
+    ) -> Result<ThreadView> {
+        self.store
+            .thread_set_status(thread_id, status, unix_now())
+            .map_err(|e| thread_error(e, thread_id))
+    }
+
+    /// `thread_link`.
+    pub(crate) fn thread_link(&self, child_id: &str, parent_id: &str) -> Result<()> {
+        self.store
+            .thread_link(child_id, parent_id, unix_now())
+            .map_err(|e| match e {
+                coral_pg::Error::NotFound { what: "thread", id } => {
+                    // The store names the missing one, quoted.
+                    let id = if id == crate::echo(child_id) {
+                        child_id
+                    } else {
+                        parent_id
+                    };
+                    Error::ThreadNotFound(id.into())
+                }
+                other => other.into(),
+            })
     }
 
     /// `thread_status` of one thread; the overview is not served yet.

@@ -306,6 +306,87 @@ fn threads_advance_in_order_and_unknown_threads_are_named() {
 }
 
 #[test]
+fn threads_interrupt_archive_resume_and_link_alike() {
+    for b in backends("thread-states") {
+        let c = &b.coral;
+        let parent = c.thread_create("parent", None, None, None).unwrap();
+        let child = c.thread_create("child", None, None, None).unwrap();
+        c.thread_advance(&child.thread_id, "first step", Some(false), Some("me"))
+            .unwrap();
+        let t = c
+            .thread_interrupt(&child.thread_id, Some("  waiting on review  "))
+            .unwrap();
+        assert_eq!(t.status, coral::ThreadStatus::Interrupted, "{}", b.name);
+        assert_eq!(t.step_count, 2, "{}", b.name);
+        assert_eq!(&*t.steps[1].text, "[中断] waiting on review", "{}", b.name);
+        assert_eq!((t.steps[1].seq, t.steps[1].done), (2, false), "{}", b.name);
+        assert_eq!(&*t.steps[1].by, "", "{}", b.name);
+        assert_eq!(
+            t.last_advance_by, "me",
+            "{}: an interrupt is no advance",
+            b.name
+        );
+        let bare = c.thread_interrupt(&parent.thread_id, None).unwrap();
+        assert_eq!(&*bare.steps[0].text, "[中断]", "{}", b.name);
+
+        let archived = c.thread_archive(&child.thread_id).unwrap();
+        assert_eq!(archived.status, coral::ThreadStatus::Archived, "{}", b.name);
+        let again = c.thread_archive(&child.thread_id).unwrap();
+        assert_eq!(again.updated_at, archived.updated_at, "{}: a no-op", b.name);
+        let resumed = c.thread_resume(&child.thread_id).unwrap();
+        assert_eq!(resumed.status, coral::ThreadStatus::Active, "{}", b.name);
+        assert!(resumed.updated_at > archived.updated_at, "{}", b.name);
+
+        c.thread_link(&child.thread_id, &parent.thread_id).unwrap();
+        let linked = c
+            .thread_status(Some(&child.thread_id), false, None)
+            .unwrap();
+        assert_eq!(
+            linked.views()[0].parent_thread_id.as_deref(),
+            Some(parent.thread_id.as_str()),
+            "{}",
+            b.name
+        );
+        let e = c
+            .thread_link(&parent.thread_id, &child.thread_id)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput(m) if m.contains("would make a cycle")),
+            "{}: {e}",
+            b.name
+        );
+        let e = c
+            .thread_link(&parent.thread_id, &parent.thread_id)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidInput(m) if m.contains("to itself")),
+            "{}: {e}",
+            b.name
+        );
+        for e in [
+            c.thread_link("ffffffffffffffff", &parent.thread_id)
+                .unwrap_err(),
+            c.thread_link(&parent.thread_id, "ffffffffffffffff")
+                .unwrap_err(),
+            c.thread_archive("ffffffffffffffff").unwrap_err(),
+            c.thread_resume("ffffffffffffffff").unwrap_err(),
+            c.thread_interrupt("ffffffffffffffff", None).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&e, Error::ThreadNotFound(id) if id == "ffffffffffffffff"),
+                "{}: {e}",
+                b.name
+            );
+        }
+        let long = "x".repeat(600);
+        let e = c
+            .thread_interrupt(&parent.thread_id, Some(&long))
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidInput(_)), "{}: {e}", b.name);
+    }
+}
+
+#[test]
 fn secrets_are_replaced_before_either_backend_stores_them() {
     for b in backends("secrets") {
         let c = &b.coral;
@@ -422,21 +503,12 @@ fn unsupported_operations_say_so() {
         ),
         ("removal preview", c.removal_preview().unwrap_err()),
         (
-            "thread_interrupt",
-            c.thread_interrupt(&t.thread_id, None).unwrap_err(),
-        ),
-        (
-            "thread_archive",
-            c.thread_archive(&t.thread_id).unwrap_err(),
-        ),
-        ("thread_resume", c.thread_resume(&t.thread_id).unwrap_err()),
-        (
-            "thread_link",
-            c.thread_link(&t.thread_id, &t.thread_id).unwrap_err(),
-        ),
-        (
             "the overview",
             c.thread_status(None, false, None).unwrap_err(),
+        ),
+        (
+            "include_archived",
+            c.thread_status(Some(&t.thread_id), true, None).unwrap_err(),
         ),
         ("the threads file", c.threads().unwrap_err()),
         (
