@@ -1,6 +1,6 @@
 //! `storage.backend = "postgres"` through the tools and the real binary (docs/postgres.md):
 //! two `coral mcp` processes with separate data directories and one tenant share one memory
-//! and one thread over a real PostgreSQL server (the overview refused by name), a third tenant
+//! and one thread over a real PostgreSQL server (`coral_report` refused by name), a third tenant
 //! sees none of it, and every
 //! built-in tool called from another tenant leaks nothing. Needs `CORAL_POSTGRES_URL`
 //! (`scripts/pg-test-server.sh start`); without it the tests say so and pass, unless
@@ -210,9 +210,14 @@ fn two_servers_share_one_tenant_and_a_third_tenant_sees_nothing() {
         .call("thread_archive", json!({"thread_id": thread_id}))
         .unwrap();
     assert_eq!(archived["thread"]["status"], "archived", "{archived}");
-    let refused = b.call("thread_status", json!({})).unwrap_err();
+    let overview = b
+        .call("thread_status", json!({"include_archived": true}))
+        .unwrap();
+    assert_eq!(overview["count"], 1, "{overview}");
+    assert_eq!(overview["threads"][0]["thread_id"], thread_id.as_str());
+    let refused = b.call("coral_report", json!({})).unwrap_err();
     assert!(
-        refused.contains("is not supported by the postgres backend"),
+        refused.contains("coral report is not supported by the postgres backend"),
         "{refused}"
     );
 

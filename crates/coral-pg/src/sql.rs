@@ -185,6 +185,14 @@ pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id
 pub(crate) const THREAD: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, updated_at, \
      last_advance_by, step_count FROM coral_threads WHERE tenant = $1 AND thread_id = $2";
 
+/// Every thread of the tenant.
+pub(crate) const ALL_THREADS: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, \
+     updated_at, last_advance_by, step_count FROM coral_threads WHERE tenant = $1";
+
+/// Every step of the tenant's threads, in order.
+pub(crate) const ALL_STEPS: &str = "SELECT thread_id, step_id, seq, text, done, by, at FROM coral_steps \
+     WHERE tenant = $1 ORDER BY thread_id, seq";
+
 /// How many threads the tenant has.
 pub(crate) const COUNT_THREADS: &str = "SELECT count(*) FROM coral_threads WHERE tenant = $1";
 
@@ -228,6 +236,8 @@ pub(crate) const ALL: &[&str] = &[
     INSERT_STEP,
     THREAD,
     COUNT_THREADS,
+    ALL_THREADS,
+    ALL_STEPS,
     STEPS,
 ];
 

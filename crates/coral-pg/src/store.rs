@@ -241,6 +241,16 @@ impl PgStore {
         threads::link(&self.pool, &self.tenant, child_id, parent_id, now)
     }
 
+    /// `thread_status` without an id: the overview (archived threads when asked, those whose
+    /// title or summary contains `query`), in the file store's order.
+    pub fn thread_overview(
+        &self,
+        include_archived: bool,
+        query: Option<&str>,
+    ) -> Result<Vec<coral_thread::ThreadEntry>> {
+        threads::overview(&self.pool, &self.tenant, include_archived, query)
+    }
+
     /// How many threads the tenant has.
     pub fn thread_count(&self) -> Result<u64> {
         threads::count(&self.pool, &self.tenant)

@@ -4,10 +4,11 @@
 //! the last one's count) and inserts the step under that number, in one transaction: steps
 //! are numbered 1, 2, 3 … with no gap and no repeat whatever the number of processes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use coral_thread::{
-    INTERRUPT_PREFIX, Status, StepView, ThreadView, checked_advance, checked_create,
+    INTERRUPT_PREFIX, Status, StepView, ThreadEntry, ThreadView, checked_advance, checked_create,
     looks_completed,
 };
 
@@ -176,6 +177,105 @@ pub(crate) fn link(
         tx.query_opt(sql::SET_PARENT, &[&tenant, &child_id, &parent_id, &now])?;
         Ok(())
     })
+}
+
+/// `thread_status` without an id: every thread (archived ones when asked) whose title or
+/// summary contains `query` (case-insensitive), active first, then interrupted, then the rest,
+/// archived last, each group newest update first, with its children oldest first: the file
+/// store's overview, from one snapshot.
+pub(crate) fn overview(
+    pool: &Pool,
+    tenant: &str,
+    include_archived: bool,
+    query: Option<&str>,
+) -> Result<Vec<ThreadEntry>> {
+    let query = query
+        .map(|q| q.trim().to_lowercase())
+        .filter(|q| !q.is_empty());
+    let (threads, steps) = pool.transaction("thread overview", |tx| {
+        tx.simple("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        Ok((
+            tx.query(sql::ALL_THREADS, &[&tenant])?,
+            tx.query(sql::ALL_STEPS, &[&tenant])?,
+        ))
+    })?;
+    let mut by_thread: HashMap<String, Vec<StepView>> = HashMap::new();
+    for s in &steps {
+        by_thread
+            .entry(s.get::<_, String>(0))
+            .or_default()
+            .push(StepView {
+                step_id: Arc::from(s.get::<_, &str>(1)),
+                seq: u64::try_from(s.get::<_, i64>(2)).unwrap_or(0),
+                text: Arc::from(s.get::<_, &str>(3)),
+                done: s.get(4),
+                by: Arc::from(s.get::<_, &str>(5)),
+                at: s.get(6),
+            });
+    }
+    let mut all: Vec<ThreadView> = Vec::with_capacity(threads.len());
+    for t in &threads {
+        let id: String = t.get(0);
+        let steps = by_thread.remove(&id).unwrap_or_default();
+        let count: i64 = t.get(8);
+        if usize::try_from(count).ok() != Some(steps.len()) {
+            return Err(Error::Corrupted {
+                what: format!("coral_threads {id}"),
+                detail: format!("step_count is {count} but {} steps are stored", steps.len()),
+            });
+        }
+        all.push(ThreadView {
+            thread_id: id,
+            title: t.get(1),
+            summary: t.get(2),
+            status: Status::parse(t.get(3)),
+            parent_thread_id: t.get(4),
+            created_at: t.get(5),
+            updated_at: t.get(6),
+            last_advance_by: t.get(7),
+            step_count: steps.len(),
+            steps,
+        });
+    }
+    let mut children: HashMap<&str, Vec<&ThreadView>> = HashMap::new();
+    for t in &all {
+        if let Some(p) = &t.parent_thread_id {
+            children.entry(p.as_str()).or_default().push(t);
+        }
+    }
+    let mut picked: Vec<&ThreadView> = all
+        .iter()
+        .filter(|t| include_archived || t.status != Status::Archived)
+        .filter(|t| match &query {
+            None => true,
+            Some(q) => t.title.to_lowercase().contains(q) || t.summary.to_lowercase().contains(q),
+        })
+        .collect();
+    picked.sort_by(|a, b| {
+        a.status
+            .rank()
+            .cmp(&b.status.rank())
+            .then_with(|| b.updated_at.total_cmp(&a.updated_at))
+            .then_with(|| a.thread_id.cmp(&b.thread_id))
+    });
+    Ok(picked
+        .into_iter()
+        .map(|t| {
+            let mut kids = children
+                .get(t.thread_id.as_str())
+                .cloned()
+                .unwrap_or_default();
+            kids.sort_by(|a, b| {
+                a.created_at
+                    .total_cmp(&b.created_at)
+                    .then_with(|| a.thread_id.cmp(&b.thread_id))
+            });
+            ThreadEntry {
+                thread: t.clone(),
+                children: kids.into_iter().map(|k| k.thread_id.clone()).collect(),
+            }
+        })
+        .collect())
 }
 
 /// `thread_status` of one thread.

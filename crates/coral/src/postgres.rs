@@ -454,27 +454,22 @@ impl PgBackend {
             })
     }
 
-    /// `thread_status` of one thread; the overview is not served yet.
+    /// `thread_status`: one thread by id, or the overview.
     pub(crate) fn thread_status(
         &self,
         thread_id: Option<&str>,
         include_archived: bool,
         query: Option<&str>,
     ) -> Result<StatusReport> {
-        match (thread_id, include_archived, query) {
-            (Some(id), false, None) => self
+        match thread_id.map(str::trim).filter(|i| !i.is_empty()) {
+            Some(id) => self
                 .store
                 .thread_status(id)
                 .map(StatusReport::One)
                 .map_err(|e| thread_error(e, id)),
-            (None, ..) => Err(Error::Unsupported {
-                operation: "thread_status without a thread_id (the overview)".into(),
-                backend: NAME,
-            }),
-            _ => Err(Error::Unsupported {
-                operation: "thread_status with include_archived or query".into(),
-                backend: NAME,
-            }),
+            None => Ok(StatusReport::Many(
+                self.store.thread_overview(include_archived, query)?,
+            )),
         }
     }
 }
