@@ -2,8 +2,10 @@
 //! memories inserted one by one, then Q hybrid searches (top 10; counted, so each also writes
 //! its hits' counters), on the data directory and on a fresh tenant of `CORAL_POSTGRES_URL`.
 //!
-//! `cargo run --release -p coral --example backend_cost -- N Q` (defaults 2000 200); prints one
-//! line per backend with the insert rate and search latency percentiles.
+//! `cargo run --release -p coral --example backend_cost -- N Q [NEIGHBOURS]` (defaults 2000 200
+//! and `retrieval.hybrid.neighbours`' default); prints one line per backend with the insert rate
+//! and the latency percentiles of counted searches (which write their hits' counters) and of
+//! uncounted ones.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -129,31 +131,38 @@ fn run(name: &str, coral: &Coral, n: usize, q: usize) {
             .expect("insert");
     }
     let rate = n as f64 / start.elapsed().as_secs_f64();
-    let mut ms: Vec<f64> = (0..q)
-        .map(|_| {
-            let len = 2 + (g.next() * 3.0) as usize;
-            let query = g.words(len);
-            let t = Instant::now();
-            coral
-                .search_with(
-                    &query,
-                    SearchOptions {
-                        top_k: Some(10),
-                        ..SearchOptions::default()
-                    },
-                )
+    let mut timed = |counted: bool| {
+        let mut ms: Vec<f64> = (0..q)
+            .map(|_| {
+                let len = 2 + (g.next() * 3.0) as usize;
+                let query = g.words(len);
+                let options = SearchOptions {
+                    top_k: Some(10),
+                    ..SearchOptions::default()
+                };
+                let t = Instant::now();
+                match counted {
+                    true => coral.search_with(&query, options),
+                    false => coral.search_uncounted(&query, options),
+                }
                 .expect("search");
-            t.elapsed().as_secs_f64() * 1000.0
-        })
-        .collect();
-    ms.sort_by(f64::total_cmp);
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        ms
+    };
+    let counted = timed(true);
+    let uncounted = timed(false);
     println!(
         "{name}: {n} memories, insert {rate:.0}/s; search (k 10) p50 {:.2} ms, p90 {:.2} ms, \
-         range {:.2}-{:.2} ms over {q}",
-        percentile(&ms, 0.5),
-        percentile(&ms, 0.9),
-        ms[0],
-        ms[ms.len() - 1]
+         range {:.2}-{:.2} ms over {q}; uncounted p50 {:.2} ms, p90 {:.2} ms",
+        percentile(&counted, 0.5),
+        percentile(&counted, 0.9),
+        counted[0],
+        counted[counted.len() - 1],
+        percentile(&uncounted, 0.5),
+        percentile(&uncounted, 0.9),
     );
 }
 
@@ -166,6 +175,7 @@ fn main() {
         args.first().copied().unwrap_or(2000),
         args.get(1).copied().unwrap_or(200),
     );
+    let neighbours: Option<f64> = std::env::args().nth(3).and_then(|a| a.parse().ok());
     let config = |dir: &std::path::Path| {
         let mut c = Config {
             base_dir: dir.to_path_buf(),
@@ -173,6 +183,9 @@ fn main() {
         };
         // Hash vectors vote, so that both backends run both rankings.
         c.retrieval.hybrid.hash_vector = 1.0;
+        if let Some(w) = neighbours {
+            c.retrieval.hybrid.neighbours = w;
+        }
         c
     };
     let embedder = || Arc::new(HashEmbedder::new(384).expect("hash embedder"));
