@@ -34,11 +34,7 @@ pub fn snapshot(
             .then_with(|| a.item.item_id.cmp(&b.item.item_id))
     });
     pinned.truncate(hooks.snapshot_max_memories);
-    // The postgres backend has no thread overview yet: the snapshot then holds memories only.
-    let report = match coral.thread_status(None, false, None) {
-        Err(coral::Error::Unsupported { .. }) => coral::ThreadStatusReport::Many(Vec::new()),
-        other => other?,
-    };
+    let report = coral.thread_status(None, false, None)?;
     let mut threads: Vec<&ThreadView> = report
         .views()
         .into_iter()
