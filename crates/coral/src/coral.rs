@@ -30,10 +30,11 @@ use crate::types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
 };
 
-/// A Coral memory: one data directory, one embedder, one configuration.
+/// A Coral memory: one data directory (or one tenant of a PostgreSQL database, with
+/// `storage.backend = "postgres"`), one embedder, one configuration.
 ///
-/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled before they
-/// return, so nothing acknowledged is lost if the process dies.
+/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled (or committed
+/// in the database) before they return, so nothing acknowledged is lost if the process dies.
 pub struct Coral {
     /// Where memories and threads live: the data directory or a database (`backend.rs`).
     pub(crate) backend: Backend,
