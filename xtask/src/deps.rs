@@ -36,6 +36,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "coral-heat",
             "coral-thread",
             "coral-timeline",
+            "coral-pg",
         ],
     ),
     ("coral-mcp", &["coral"]),

@@ -181,7 +181,7 @@ fn integrity(coral: &Coral, data_dir: &Path, checks: &mut Checks, phase: &str) -
         ),
     );
     let empty = coral
-        .export()
+        .export()?
         .iter()
         .filter(|m| m.item.content.trim().is_empty())
         .count();
@@ -207,7 +207,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 fn scan_floor_ms(coral: &Coral, query: &str) -> Result<f64> {
     let embedder = HashEmbedder::new(coral.embedder().dim())?;
     let dim = embedder.dim_value();
-    let items = coral.export();
+    let items = coral.export()?;
     let texts: Vec<&str> = items.iter().map(|m| m.item.content.as_str()).collect();
     let vectors: Vec<f32> = embedder.embed_flat(&texts)?;
     let bitmaps: Vec<[u64; 32]> = texts
@@ -377,13 +377,13 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let governed_inserts_s = t.elapsed().as_secs_f64();
     integrity(&coral, &data_dir, &mut checks, "after governance")?;
 
-    let before = coral.export();
+    let before = coral.export()?;
     let before_stats = coral.stats();
     coral.close()?;
     let t = Instant::now();
     let coral = Coral::open(&config_path)?;
     let reopen_s = t.elapsed().as_secs_f64();
-    let after = coral.export();
+    let after = coral.export()?;
     checks.check(before == after, "reopen gives an identical state");
     checks.check(
         coral.stats().total == before_stats.total,

@@ -200,7 +200,7 @@ pub fn read(
         Target::Timeline(conversation) => {
             caller.call("read_timeline", json!({"conversation_id": conversation}))?
         }
-        Target::Recent => recent(coral),
+        Target::Recent => recent(coral)?,
     };
     let text = serde_json::to_string_pretty(&value)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
@@ -208,8 +208,10 @@ pub fn read(
 }
 
 /// The newest memories, newest first.
-fn recent(coral: &Coral) -> Value {
-    let mut all = coral.export();
+fn recent(coral: &Coral) -> Result<Value, McpError> {
+    let mut all = coral
+        .export()
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     all.sort_by(|a, b| {
         b.item
             .timestamp
@@ -230,7 +232,7 @@ fn recent(coral: &Coral) -> Value {
             })
         })
         .collect();
-    json!({"ok": true, "count": items.len(), "memories": items})
+    Ok(json!({"ok": true, "count": items.len(), "memories": items}))
 }
 
 /// The prompt templates.

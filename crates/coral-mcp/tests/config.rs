@@ -273,7 +273,12 @@ fn lowering_the_capacity_governs_at_once() {
     // Governed by the set itself: no insert needed. Headroom for 20 is 10, so 60 > 30 -> 20.
     assert_eq!(coral.stats().total, 20);
     // The evicted items are in the archive, not lost.
-    let kept: Vec<String> = coral.export().into_iter().map(|m| m.item.item_id).collect();
+    let kept: Vec<String> = coral
+        .export()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.item.item_id)
+        .collect();
     let all: Vec<String> = (0..60).map(coral_embed_id).collect();
     let evicted: Vec<&String> = all.iter().filter(|id| !kept.contains(id)).collect();
     assert_eq!(evicted.len(), 40);
@@ -292,7 +297,7 @@ fn lowering_the_capacity_governs_at_once() {
         held.contains("memory.capacity_threshold 20 → 5") && held.contains("15 of 20"),
         "{held}"
     );
-    let report = coral.report();
+    let report = coral.report().unwrap();
     assert_eq!(
         report.held_change.as_ref().unwrap().preview.would_remove,
         15
@@ -306,7 +311,13 @@ fn lowering_the_capacity_governs_at_once() {
     let done = coral.confirm_removals().unwrap();
     assert_eq!((done.before, done.after), (21, 5));
     assert!(coral.stats().governance.held.is_none());
-    let removed: usize = coral.report().removed.iter().map(|r| r.count).sum();
+    let removed: usize = coral
+        .report()
+        .unwrap()
+        .removed
+        .iter()
+        .map(|r| r.count)
+        .sum();
     assert_eq!(removed, 40 + 16, "every removal is in the report's log");
 }
 

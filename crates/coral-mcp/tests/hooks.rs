@@ -208,7 +208,7 @@ fn the_prompt_hook_recalls_an_earlier_memory_and_nothing_unrelated() {
     assert_eq!(out, json!({}));
     // The recall counted no access: recall is not a use.
     let coral = home.open();
-    for m in coral.export() {
+    for m in coral.export().unwrap() {
         assert_eq!(m.item.access_count, 1, "{}", m.item.content);
     }
 }
@@ -347,7 +347,12 @@ fn capture_at_stop_compact_and_end_is_stored_once() {
     assert_eq!(turns.len(), 3, "{turns:?}");
     assert!(turns.iter().all(|(_, s)| s == "Completed"), "{turns:?}");
     let coral = home.open();
-    let memories: Vec<String> = coral.export().into_iter().map(|m| m.item.content).collect();
+    let memories: Vec<String> = coral
+        .export()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.item.content)
+        .collect();
     assert_eq!(memories.len(), 3, "{memories:#?}");
     assert!(
         memories
@@ -377,7 +382,7 @@ fn capture_goes_only_where_the_config_says() {
         "SessionEnd",
         &bytes(&payload("session_end.json", Some(&transcript))),
     );
-    assert!(home.open().export().is_empty());
+    assert!(home.open().export().unwrap().is_empty());
     assert!(
         !home
             .dir
@@ -392,7 +397,7 @@ fn capture_goes_only_where_the_config_says() {
         &bytes(&payload("session_end.json", Some(&transcript))),
     );
     // The default is the timeline, not the memory pool.
-    assert!(home.open().export().is_empty());
+    assert!(home.open().export().unwrap().is_empty());
     assert_eq!(captured_turns(&home).len(), 2);
 }
 

@@ -61,7 +61,7 @@ fn previews_are_one_line_without_controls() {
     for hit in hits {
         clean("memory_search", hit["content"].as_str().unwrap());
     }
-    let report = coral.report();
+    let report = coral.report().unwrap();
     assert!(!report.eviction_preview.is_empty());
     for candidate in &report.eviction_preview {
         clean("report", &candidate.content);

@@ -21,7 +21,11 @@ fn moves_files_keeps_data_and_is_idempotent() {
     coral
         .insert("移动之前的记忆 memory before the move", 0.7)
         .unwrap();
-    let t = coral.threads().create("搬家", None, None, None).unwrap();
+    let t = coral
+        .threads()
+        .unwrap()
+        .create("搬家", None, None, None)
+        .unwrap();
     coral
         .call_tool(
             "timeline_record_entry",
@@ -31,7 +35,7 @@ fn moves_files_keeps_data_and_is_idempotent() {
     // The timeline counts in the disk usage once it exists.
     let usage = coral.disk_usage();
     assert!(usage.files["timeline"] > 0, "{:?}", usage.files);
-    let before = coral.export();
+    let before = coral.export().unwrap();
     coral.close().unwrap();
 
     let update = PathsUpdate {
@@ -62,7 +66,7 @@ fn moves_files_keeps_data_and_is_idempotent() {
     assert_eq!(again["moved"], serde_json::json!([]));
 
     let coral = Coral::open(&path).unwrap();
-    assert_eq!(coral.export(), before);
+    assert_eq!(coral.export().unwrap(), before);
     let opened = coral
         .call_tool(
             "open_memory",
@@ -73,6 +77,7 @@ fn moves_files_keeps_data_and_is_idempotent() {
     assert_eq!(
         coral
             .threads()
+            .unwrap()
             .status(Some(&t.thread_id), false, None)
             .unwrap()
             .count(),

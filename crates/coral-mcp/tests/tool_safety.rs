@@ -295,7 +295,7 @@ fn one_tool_call_cannot_wipe_memory() {
         assert_eq!(done["ok"], true, "{key}: {done}");
         let left = coral.stats().total as u64;
         assert!(left < 501 - 100, "{key}: {left} left");
-        let report = coral.report();
+        let report = coral.report().unwrap();
         let logged: usize = report
             .removed
             .iter()

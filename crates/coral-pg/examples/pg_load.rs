@@ -100,6 +100,8 @@ fn main() {
             depth: 100,
             project: None,
             ef_search: 100,
+            embedder: None,
+            window: None,
         };
         let t = Instant::now();
         let hits = store.search(&query, 10).expect("search");

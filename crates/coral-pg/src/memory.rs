@@ -377,6 +377,72 @@ pub(crate) fn get(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<Stored>
     })
 }
 
+/// Every memory of the tenant, oldest first (ties by id).
+pub(crate) fn all(pool: &Pool, tenant: &str) -> Result<Vec<Stored>> {
+    pool.transaction("list", |tx| {
+        tx.query(sql::ALL_ITEMS, &[&tenant])?
+            .iter()
+            .map(|r| stored(r).map(|s| s.1))
+            .collect()
+    })
+}
+
+/// Counts `ids` as accessed at `at` (one more access, the later access time), in one
+/// statement; returns how many were there.
+pub(crate) fn touch(pool: &Pool, tenant: &str, ids: &[&str], at: f64) -> Result<u64> {
+    if !at.is_finite() {
+        return Err(Error::InvalidInput(format!(
+            "the access time {at} is not finite"
+        )));
+    }
+    let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    pool.transaction("touch", |tx| {
+        tx.execute(sql::TOUCH_IDS, &[&tenant, &ids, &at])
+    })
+}
+
+/// Sets a memory's importance; false when no memory has that id.
+pub(crate) fn set_importance(pool: &Pool, tenant: &str, id: &str, importance: f64) -> Result<bool> {
+    if !(0.0..=1.0).contains(&importance) {
+        return Err(Error::InvalidInput(format!(
+            "importance {importance} is outside 0..=1"
+        )));
+    }
+    pool.transaction("mark important", |tx| {
+        Ok(tx
+            .query_opt(sql::SET_IMPORTANCE, &[&tenant, &id, &importance])?
+            .is_some())
+    })
+}
+
+/// The dot products of `vector` with the stored vectors of `ids` (those that have one, of
+/// `embedder` when given).
+pub(crate) fn dots(
+    pool: &Pool,
+    tenant: &str,
+    dim: usize,
+    ids: &[&str],
+    vector: &[f32],
+    embedder: Option<&str>,
+) -> Result<HashMap<String, f64>> {
+    if vector.len() != dim {
+        return Err(Error::InvalidInput(format!(
+            "the query vector has {} dimensions; this store holds {dim}",
+            vector.len()
+        )));
+    }
+    let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    let v = Vector::from(vector.to_vec());
+    let statement = sql::dots_by_id(dim);
+    pool.transaction("vector scores", |tx| {
+        Ok(tx
+            .query(&statement, &[&tenant, &v, &ids, &embedder])?
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, f64>(1)))
+            .collect())
+    })
+}
+
 /// Items per tier.
 pub(crate) fn count(pool: &Pool, tenant: &str) -> Result<TierCounts> {
     pool.transaction("count", |tx| {

@@ -8,7 +8,10 @@
 
 use std::collections::HashMap;
 
-use coral_score::{Bm25Params, Bm25Query, HybridParams, Spread, fuse_hybrid};
+use coral_score::{
+    Bm25Params, Bm25Query, HybridParams, Spread, TimeWindow, fuse_hybrid, with_neighbours,
+};
+use coral_store::tiebreak_key;
 use pgvector::Vector;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -39,6 +42,12 @@ pub struct SearchQuery<'a> {
     pub project: Option<&'a str>,
     /// HNSW candidate list size (`hnsw.ef_search`), at least `depth`.
     pub ef_search: usize,
+    /// Only vectors this embedder made vote (`None`: any): another model's vectors are not
+    /// comparable with the query's (docs/embeddings.md, "Changing models").
+    pub embedder: Option<&'a str>,
+    /// A time-shaped query's window (`coral_score::time_window`): its newest items are
+    /// candidates too ([`Candidates::window`]).
+    pub window: Option<&'a TimeWindow>,
 }
 
 /// The candidates of one search, numbered `0..items.len()`; the rankings refer to them by
@@ -57,6 +66,12 @@ pub struct Candidates {
     pub vector: Vec<(u32, f64)>,
     /// The spread of the query's dot products over an even sample of the population.
     pub vector_spread: Spread,
+    /// Per candidate, its own BM25 score (without neighbouring context; 0 when it matched no
+    /// term): the component score a hit reports.
+    pub bm25_own: Vec<f64>,
+    /// The items created in the query's window that the filter lets through, newest first:
+    /// the `depth` newest that are not in either ranking, and those that are.
+    pub window: Vec<u32>,
 }
 
 /// One search result.
@@ -120,9 +135,15 @@ pub(crate) fn candidates(
         let project = query.project.unwrap_or_default();
         let postings_in: [&(dyn ToSql + Sync); 3] = [&tenant, &names, &project];
         let in_project: [&(dyn ToSql + Sync); 2] = [&tenant, &project];
-        let nearest_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &query.project, &limit];
-        let sample_params: [&(dyn ToSql + Sync); 4] =
-            [&tenant, &vector, &query.project, &SPREAD_SAMPLES];
+        let nearest_params: [&(dyn ToSql + Sync); 5] =
+            [&tenant, &vector, &query.project, &limit, &query.embedder];
+        let sample_params: [&(dyn ToSql + Sync); 5] = [
+            &tenant,
+            &vector,
+            &query.project,
+            &SPREAD_SAMPLES,
+            &query.embedder,
+        ];
         let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
         if keywords {
             statements.push((sql::DOC_STATS, &by_tenant));
@@ -138,8 +159,18 @@ pub(crate) fn candidates(
             statements.push((&nearest, &nearest_params));
             statements.push((&sample, &sample_params));
         }
+        // The window's newest: enough that `depth` remain beside every possible candidate of
+        // the rankings (4 × depth by keywords, depth by vector).
+        let (start, end) = query.window.map_or((0.0, 0.0), |w| (w.start, w.end));
+        let window_limit = (6 * query.depth.max(1)) as i64;
+        let window_params: [&(dyn ToSql + Sync); 5] =
+            [&tenant, &start, &end, &window_limit, &query.project];
+        if query.window.is_some() {
+            statements.push((sql::CREATED_BETWEEN, &window_params));
+        }
         let mut results = tx.query_all(&statements)?.into_iter();
         let mut numbers = Numbering::default();
+        let mut own: HashMap<i64, f64> = HashMap::new();
         let (bm25, bm25_spread, coverage) = if keywords {
             let stats = results.next().unwrap_or_default();
             let postings = results.next().unwrap_or_default();
@@ -151,7 +182,13 @@ pub(crate) fn candidates(
                     .first()
                     .map(|r| r.get::<_, i64>(0)),
             };
-            keyword_ranking(&stats, &postings, population, &terms, query, &mut numbers)
+            let mut raw = raw_keyword_scores(&stats, &postings, population, &terms, query);
+            own = raw.positive.iter().copied().collect();
+            let p = &query.params;
+            if p.neighbours > 0.0 && !raw.positive.is_empty() {
+                raw.positive = neighbour_context(tx, tenant, &raw.positive, query)?;
+            }
+            keyword_ranking(raw, query, &mut numbers)
         } else {
             (Vec::new(), Spread::default(), HashMap::new())
         };
@@ -162,6 +199,24 @@ pub(crate) fn candidates(
         } else {
             (Vec::new(), Spread::default())
         };
+        let mut window = Vec::new();
+        if let Some(w) = query.window {
+            let mut added = 0;
+            for row in results.next().unwrap_or_default() {
+                let (key, created): (i64, f64) = (row.get(0), row.get(1));
+                if !w.contains(created) {
+                    continue;
+                }
+                match numbers.index.get(&key) {
+                    Some(&n) => window.push(n),
+                    None if added < query.depth => {
+                        window.push(numbers.number(key));
+                        added += 1;
+                    }
+                    None => {}
+                }
+            }
+        }
         let rows = tx.query(sql::ITEMS_BY_KEY, &[&tenant, &numbers.keys])?;
         let mut by_key: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
         for row in &rows {
@@ -179,6 +234,11 @@ pub(crate) fn candidates(
         let coverage = (0..items.len())
             .map(|i| coverage.get(&(i as u32)).copied().unwrap_or(0.0))
             .collect();
+        let bm25_own = numbers
+            .keys
+            .iter()
+            .map(|k| own.get(k).copied().unwrap_or(0.0))
+            .collect();
         Ok(Candidates {
             items,
             bm25,
@@ -186,6 +246,8 @@ pub(crate) fn candidates(
             coverage,
             vector,
             vector_spread,
+            bm25_own,
+            window,
         })
     })
 }
@@ -210,7 +272,6 @@ pub(crate) fn search(
         &query.params,
         query.depth,
     );
-    let bm25: HashMap<u32, f64> = found.bm25.iter().copied().collect();
     let vector: HashMap<u32, f64> = found.vector.iter().copied().collect();
     Ok(fused
         .into_iter()
@@ -218,7 +279,7 @@ pub(crate) fn search(
         .map(|r| Hit {
             item: found.items[r.id as usize].clone(),
             relevance: r.relevance,
-            bm25: bm25.get(&r.id).copied().unwrap_or(0.0),
+            bm25: found.bm25_own.get(r.id as usize).copied().unwrap_or(0.0),
             bm25_z: r.bm25_z,
             vector: vector.get(&r.id).copied(),
             vector_z: r.vector_z,
@@ -242,25 +303,38 @@ impl Numbering {
     }
 }
 
+/// The raw keyword scores of a search: every allowed match's BM25 score (by item key, in
+/// order of first appearance), which query terms each has, and what the coverage needs.
+struct RawKeywords {
+    positive: Vec<(i64, f64)>,
+    has: HashMap<i64, Vec<usize>>,
+    masses: Vec<f64>,
+    total_mass: f64,
+    population: i64,
+}
+
 /// BM25 as `coral_score::Bm25Index::scores` computes it over the whole tenant (document
 /// count, average length and document frequencies of every memory: `stats` and every
 /// `postings` row), kept for the memories the filter lets through (the rows' last column);
-/// the best `4 × depth` by score, the spread of all of them over the searchable population
-/// (`population`, the whole tenant when `None`), and the coverage of each.
-#[allow(clippy::type_complexity)]
-fn keyword_ranking(
+/// the searchable population is `population` (the whole tenant when `None`).
+fn raw_keyword_scores(
     stats: &[Row],
     rows: &[Row],
     population: Option<i64>,
     terms: &[(String, f64)],
     query: &SearchQuery<'_>,
-    numbers: &mut Numbering,
-) -> (Vec<(u32, f64)>, Spread, HashMap<u32, f64>) {
+) -> RawKeywords {
     let (n_docs, total_len): (i64, i64) = stats.first().map_or((0, 0), |s| (s.get(0), s.get(1)));
+    let mut raw = RawKeywords {
+        positive: Vec::new(),
+        has: HashMap::new(),
+        masses: Vec::with_capacity(terms.len()),
+        total_mass: 0.0,
+        population: population.unwrap_or(n_docs),
+    };
     if n_docs <= 0 {
-        return (Vec::new(), Spread::default(), HashMap::new());
+        return raw;
     }
-    let population = population.unwrap_or(n_docs);
     let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
     // Postings by query term, in the query's term order (so that each document's sum adds
     // its parts in the order the local index does).
@@ -280,10 +354,6 @@ fn keyword_ranking(
     let params = Bm25Params::default();
     let mut scores: HashMap<i64, f64> = HashMap::new();
     let mut order: Vec<i64> = Vec::new();
-    // Which query terms each allowed document has, for the coverage.
-    let mut has: HashMap<i64, Vec<usize>> = HashMap::new();
-    let mut masses: Vec<f64> = Vec::with_capacity(terms.len());
-    let mut total_mass = 0.0;
     for (i, ((_, weight), list)) in terms.iter().zip(&lists).enumerate() {
         let df = list.len() as f64;
         let mass = if df > 0.0 || query.question {
@@ -292,9 +362,9 @@ fn keyword_ranking(
             0.0
         };
         if *weight > 0.0 {
-            total_mass += mass;
+            raw.total_mass += mass;
         }
-        masses.push(if *weight > 0.0 { mass } else { 0.0 });
+        raw.masses.push(if *weight > 0.0 { mass } else { 0.0 });
         if df == 0.0 {
             continue;
         }
@@ -308,14 +378,127 @@ fn keyword_ranking(
                 0.0
             });
             *s += weight * idf * params.term_part(tf, len, avg_len);
-            has.entry(key).or_default().push(i);
+            raw.has.entry(key).or_default().push(i);
         }
     }
-    let positive: Vec<(i64, f64)> = order
+    raw.positive = order
         .iter()
         .map(|k| (*k, scores[k]))
         .filter(|&(_, s)| s > 0.0)
         .collect();
+    raw
+}
+
+/// An item created near a candidate, as `NEIGHBOURS` returns it.
+struct Near {
+    key: i64,
+    /// Its creation millisecond.
+    ms: i64,
+    /// `coral_store::tiebreak_key` of its id: the local order within a millisecond.
+    tiebreak: u64,
+    /// Whether the search's filter lets it through.
+    allowed: bool,
+    /// Whether it was looked for after the candidate (else before).
+    later: bool,
+}
+
+/// The millisecond of a creation time, as the local keyword index orders items.
+fn time_key(t: f64) -> i64 {
+    (t * 1000.0).round() as i64
+}
+
+/// Neighbouring context (`coral_score::with_neighbours`, the local engine's): the best
+/// `4 × depth` matches gain a share of the better score of the items created just before and
+/// after them (strictly earlier and later milliseconds, within
+/// `retrieval.hybrid.neighbour_gap_seconds`, let through by the filter), found in one query.
+fn neighbour_context(
+    tx: &mut crate::pool::Tx<'_>,
+    tenant: &str,
+    positive: &[(i64, f64)],
+    query: &SearchQuery<'_>,
+) -> Result<Vec<(i64, f64)>> {
+    let p = &query.params;
+    let limit = 4 * query.depth.max(1);
+    // The entries `with_neighbours` looks at: the best `limit` by (score, then number).
+    let numbered: Vec<(u32, f64)> = positive
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, s))| (i as u32, s))
+        .collect();
+    let mut best = numbered.clone();
+    let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if best.len() > limit {
+        best.select_nth_unstable_by(limit - 1, order);
+        best.truncate(limit);
+    }
+    let keys: Vec<i64> = best.iter().map(|&(i, _)| positive[i as usize].0).collect();
+    let rows = tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?;
+    // Per candidate key: its own time and the rows around it.
+    let mut around: HashMap<i64, Vec<Near>> = HashMap::new();
+    let mut own_time: HashMap<i64, i64> = HashMap::new();
+    for r in &rows {
+        let (c, key): (i64, i64) = (r.get(0), r.get(1));
+        let ms = time_key(r.get::<_, f64>(3));
+        if c == key {
+            own_time.insert(c, ms);
+        }
+        around.entry(c).or_default().push(Near {
+            key,
+            ms,
+            tiebreak: tiebreak_key(r.get::<_, &str>(2)),
+            allowed: r.get(4),
+            later: r.get(5),
+        });
+    }
+    let gap = time_key(p.neighbour_gap.max(0.0));
+    let index: HashMap<i64, u32> = positive
+        .iter()
+        .enumerate()
+        .map(|(i, &(k, _))| (k, i as u32))
+        .collect();
+    let mut next: HashMap<u32, [Option<u32>; 2]> = HashMap::with_capacity(keys.len());
+    for key in &keys {
+        let (Some(&here), Some(rows)) = (own_time.get(key), around.get(key)) else {
+            continue;
+        };
+        let before = rows
+            .iter()
+            .filter(|n| !n.later && n.ms < here)
+            .max_by_key(|n| (n.ms, n.tiebreak));
+        let after = rows
+            .iter()
+            .filter(|n| n.later && n.ms > here)
+            .min_by_key(|n| (n.ms, n.tiebreak));
+        let pick = |n: Option<&Near>| {
+            n.filter(|n| (n.ms - here).abs() <= gap && n.allowed)
+                .and_then(|n| index.get(&n.key).copied())
+        };
+        next.insert(index[key], [pick(before), pick(after)]);
+    }
+    let smoothed = with_neighbours(&numbered, p.neighbours, limit, |i| {
+        next.get(&i).copied().unwrap_or([None, None])
+    });
+    Ok(smoothed
+        .into_iter()
+        .map(|(i, s)| (positive[i as usize].0, s))
+        .collect())
+}
+
+/// The best `4 × depth` keyword matches by score (with their context), the spread of all of
+/// them over the searchable population, and the coverage of each.
+#[allow(clippy::type_complexity)]
+fn keyword_ranking(
+    raw: RawKeywords,
+    query: &SearchQuery<'_>,
+    numbers: &mut Numbering,
+) -> (Vec<(u32, f64)>, Spread, HashMap<u32, f64>) {
+    let RawKeywords {
+        positive,
+        has,
+        masses,
+        total_mass,
+        population,
+    } = raw;
     let spread = Spread::of(positive.iter().map(|h| h.1), population.max(0) as u64);
     let mut best = positive;
     let keep = 4 * query.depth.max(1);

@@ -66,6 +66,21 @@ pub(crate) const ITEMS_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, i.co
      JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
      WHERE i.tenant = $1 AND i.key = ANY($2)";
 
+/// Every item of the tenant, with counters (listing and export).
+pub(crate) const ALL_ITEMS: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
+     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
+     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
+     WHERE i.tenant = $1 ORDER BY i.created, i.item_id";
+
+/// A search's hits counted: one more access each, the later access time, in one statement.
+pub(crate) const TOUCH_IDS: &str = "UPDATE coral_heat h SET access_count = h.access_count + 1, \
+     last_access = GREATEST(h.last_access, $3) FROM coral_items i \
+     WHERE h.tenant = $1 AND i.tenant = $1 AND i.key = h.key AND i.item_id = ANY($2)";
+
+/// A memory's importance.
+pub(crate) const SET_IMPORTANCE: &str =
+    "UPDATE coral_items SET importance = $3 WHERE tenant = $1 AND item_id = $2 RETURNING key";
+
 /// Deletes items by id; returns what their postings and statistics need.
 pub(crate) const DELETE_ITEMS: &str = "DELETE FROM coral_items WHERE tenant = $1 AND item_id = ANY($2) \
      RETURNING key, item_id, terms, term_count";
@@ -98,6 +113,29 @@ pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, p.key, p.tf, p.len,
      FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
      WHERE p.tenant = $1 AND p.term = ANY($2)";
 
+/// The items created just before and after each candidate `$2` (by key): up to 8 each way
+/// from the candidate's own time (itself and its millisecond included; the caller keeps the
+/// nearest strictly earlier and later millisecond), each saying whether the project filter
+/// `$3` lets it through. Walks `coral_items_created`.
+pub(crate) const NEIGHBOURS: &str = "SELECT c.key, n.key, n.item_id, n.created, \
+     ($3::text IS NULL OR n.project IS NULL OR n.project = $3), false \
+     FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
+     WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT 8) n \
+     WHERE c.tenant = $1 AND c.key = ANY($2) \
+     UNION ALL \
+     SELECT c.key, n.key, n.item_id, n.created, \
+     ($3::text IS NULL OR n.project IS NULL OR n.project = $3), true \
+     FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
+     WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT 8) n \
+     WHERE c.tenant = $1 AND c.key = ANY($2)";
+
+/// The newest `$4` items created in `[$2, $3]` that the project filter `$5` lets through
+/// (the caller checks the window's exact bounds).
+pub(crate) const CREATED_BETWEEN: &str = "SELECT key, created FROM coral_items \
+     WHERE tenant = $1 AND created >= $2 AND created <= $3 \
+     AND ($5::text IS NULL OR project IS NULL OR project = $5) \
+     ORDER BY created DESC, key LIMIT $4";
+
 /// A new thread with a random id; no row when the id is taken.
 pub(crate) const INSERT_THREAD: &str = "INSERT INTO coral_threads (tenant, thread_id, title, summary, status, \
      parent_thread_id, created_at, updated_at, last_advance_by) \
@@ -113,6 +151,32 @@ pub(crate) const BUMP_THREAD: &str = "UPDATE coral_threads SET step_count = step
      updated_at = GREATEST($3, updated_at + 0.000001), last_advance_by = $4 \
      WHERE tenant = $1 AND thread_id = $2 RETURNING step_count";
 
+/// The next step number of a thread being interrupted (its status too); `last_advance_by`
+/// stays, as an interrupt is nobody's advance.
+pub(crate) const INTERRUPT_THREAD: &str = "UPDATE coral_threads SET step_count = step_count + 1, \
+     updated_at = GREATEST($3, updated_at + 0.000001), status = 'interrupted' \
+     WHERE tenant = $1 AND thread_id = $2 RETURNING step_count";
+
+/// A thread's status, when it is another (no row: unchanged or missing).
+pub(crate) const SET_THREAD_STATUS: &str = "UPDATE coral_threads SET status = $3, \
+     updated_at = GREATEST($4, updated_at + 0.000001) \
+     WHERE tenant = $1 AND thread_id = $2 AND status <> $3 RETURNING 1";
+
+/// One link at a time per tenant ("link" in ASCII as the seed): two concurrent links cannot
+/// close a cycle between them.
+pub(crate) const LOCK_LINKS: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended($1, 1819176555))";
+
+/// A thread and its ancestors (stops at a missing parent and at a cycle).
+pub(crate) const ANCESTORS: &str = "WITH RECURSIVE up(id) AS (SELECT $2::text UNION \
+     SELECT t.parent_thread_id FROM coral_threads t JOIN up ON t.thread_id = up.id \
+     WHERE t.tenant = $1 AND t.parent_thread_id IS NOT NULL) SELECT id FROM up";
+
+/// A thread's parent, when it is another (no row: unchanged).
+pub(crate) const SET_PARENT: &str = "UPDATE coral_threads SET parent_thread_id = $3, \
+     updated_at = GREATEST($4, updated_at + 0.000001) \
+     WHERE tenant = $1 AND thread_id = $2 AND parent_thread_id IS DISTINCT FROM $3 RETURNING 1";
+
 /// A new step with a random id.
 pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id, seq, step_id, text, done, at, by) \
      VALUES ($1, $2, $3, substr(md5(random()::text || clock_timestamp()::text), 1, 12), $4, $5, $6, $7)";
@@ -120,6 +184,17 @@ pub(crate) const INSERT_STEP: &str = "INSERT INTO coral_steps (tenant, thread_id
 /// One thread.
 pub(crate) const THREAD: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, updated_at, \
      last_advance_by, step_count FROM coral_threads WHERE tenant = $1 AND thread_id = $2";
+
+/// Every thread of the tenant.
+pub(crate) const ALL_THREADS: &str = "SELECT thread_id, title, summary, status, parent_thread_id, created_at, \
+     updated_at, last_advance_by, step_count FROM coral_threads WHERE tenant = $1";
+
+/// Every step of the tenant's threads, in order.
+pub(crate) const ALL_STEPS: &str = "SELECT thread_id, step_id, seq, text, done, by, at FROM coral_steps \
+     WHERE tenant = $1 ORDER BY thread_id, seq";
+
+/// How many threads the tenant has.
+pub(crate) const COUNT_THREADS: &str = "SELECT count(*) FROM coral_threads WHERE tenant = $1";
 
 /// A thread's steps in order.
 pub(crate) const STEPS: &str = "SELECT step_id, seq, text, done, by, at FROM coral_steps \
@@ -137,6 +212,9 @@ pub(crate) const ALL: &[&str] = &[
     PROJECTS,
     ITEMS_BY_ID,
     ITEMS_BY_KEY,
+    ALL_ITEMS,
+    TOUCH_IDS,
+    SET_IMPORTANCE,
     DELETE_ITEMS,
     DELETE_POSTINGS,
     DELETE_HEAT,
@@ -145,11 +223,21 @@ pub(crate) const ALL: &[&str] = &[
     COUNT_IN_PROJECT,
     POSTINGS,
     POSTINGS_IN_PROJECT,
+    NEIGHBOURS,
+    CREATED_BETWEEN,
     INSERT_THREAD,
     THREAD_EXISTS,
     BUMP_THREAD,
+    INTERRUPT_THREAD,
+    SET_THREAD_STATUS,
+    LOCK_LINKS,
+    ANCESTORS,
+    SET_PARENT,
     INSERT_STEP,
     THREAD,
+    COUNT_THREADS,
+    ALL_THREADS,
+    ALL_STEPS,
     STEPS,
 ];
 
@@ -164,23 +252,37 @@ pub(crate) fn hnsw_index(dim: usize) -> String {
 
 /// The nearest `$4` vectors of `dim` dimensions to `$2` by cosine distance, with their exact
 /// dot products with it (the index's order is approximate, its distances are not), among the
-/// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones. The dimension is
+/// tenant's (`$1`) and, when `$3` is not null, the project's and shared ones, and when `$5` is
+/// not null only those of that embedder. The dimension is
 /// written into the text (not a parameter) so that the planner can match the partial index.
 pub(crate) fn nearest(dim: usize) -> String {
     format!(
         "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         AND ($5::text IS NULL OR embedder = $5) \
          ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4"
     )
 }
 
-/// The dot products of `$2` with an even sample of `$4` of the tenant's vectors (the spread
-/// of the vector ranking's z-scores).
+/// The dot products of `$2` with an even sample of `$4` of the tenant's vectors (of embedder
+/// `$5` when not null): the spread of the vector ranking's z-scores.
 pub(crate) fn sample_dots(dim: usize) -> String {
     format!(
         "SELECT -(embedding <#> $2) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
+         AND ($5::text IS NULL OR embedder = $5) \
          ORDER BY sample LIMIT $4"
+    )
+}
+
+/// The dot products of `$2` with the vectors of the items `$3` (by id; of embedder `$4` when
+/// not null): the component score of hits that were not vector candidates.
+pub(crate) fn dots_by_id(dim: usize) -> String {
+    format!(
+        "SELECT i.item_id, -((v.embedding::vector({dim})) <#> ($2::vector({dim}))) \
+         FROM coral_vectors v JOIN coral_items i ON i.tenant = v.tenant AND i.key = v.key \
+         WHERE v.tenant = $1 AND v.dim = {dim} AND i.item_id = ANY($3) \
+         AND ($4::text IS NULL OR v.embedder = $4)"
     )
 }
 
@@ -191,7 +293,7 @@ mod tests {
     /// docs/postgres.md, "Tenancy": no statement on a tenant table without the tenant.
     #[test]
     fn every_statement_is_scoped_to_the_tenant() {
-        let dynamic = [nearest(384), sample_dots(384)];
+        let dynamic = [nearest(384), sample_dots(384), dots_by_id(384)];
         for sql in ALL
             .iter()
             .copied()

@@ -127,6 +127,33 @@ impl PgStore {
         memory::delete(&self.pool, &self.tenant, ids)
     }
 
+    /// Every memory of the tenant, oldest first (ties by id): for listing and export.
+    pub fn all(&self) -> Result<Vec<Stored>> {
+        memory::all(&self.pool, &self.tenant)
+    }
+
+    /// Counts the memories `ids` as accessed at `at` (a search's hits: one more access, the
+    /// later access time), in one statement; returns how many were there.
+    pub fn touch(&self, ids: &[&str], at: f64) -> Result<u64> {
+        memory::touch(&self.pool, &self.tenant, ids, at)
+    }
+
+    /// Sets a memory's importance (0..=1); false when no memory has that id.
+    pub fn set_importance(&self, id: &str, importance: f64) -> Result<bool> {
+        memory::set_importance(&self.pool, &self.tenant, id, importance)
+    }
+
+    /// The dot products of `vector` with the stored vectors of `ids` (those that have one, of
+    /// `embedder` when given).
+    pub fn dots(
+        &self,
+        ids: &[&str],
+        vector: &[f32],
+        embedder: Option<&str>,
+    ) -> Result<std::collections::HashMap<String, f64>> {
+        memory::dots(&self.pool, &self.tenant, self.dim, ids, vector, embedder)
+    }
+
     /// Memories per tier.
     pub fn count(&self) -> Result<TierCounts> {
         memory::count(&self.pool, &self.tenant)
@@ -159,6 +186,8 @@ impl PgStore {
             depth: 100.max(k),
             project: None,
             ef_search: 100.max(k),
+            embedder: None,
+            window: None,
         };
         self.search(&query, k)
     }
@@ -185,6 +214,46 @@ impl PgStore {
         now: f64,
     ) -> Result<ThreadView> {
         threads::advance(&self.pool, &self.tenant, thread_id, note, done, by, now)
+    }
+
+    /// `thread_interrupt`: status interrupted and a step `[中断] reason`.
+    pub fn thread_interrupt(
+        &self,
+        thread_id: &str,
+        reason: Option<&str>,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::interrupt(&self.pool, &self.tenant, thread_id, reason, now)
+    }
+
+    /// `thread_archive` (`Status::Archived`) and `thread_resume` (`Status::Active`).
+    pub fn thread_set_status(
+        &self,
+        thread_id: &str,
+        status: coral_thread::Status,
+        now: f64,
+    ) -> Result<ThreadView> {
+        threads::set_status(&self.pool, &self.tenant, thread_id, status, now)
+    }
+
+    /// `thread_link`: no self-links, no cycles.
+    pub fn thread_link(&self, child_id: &str, parent_id: &str, now: f64) -> Result<()> {
+        threads::link(&self.pool, &self.tenant, child_id, parent_id, now)
+    }
+
+    /// `thread_status` without an id: the overview (archived threads when asked, those whose
+    /// title or summary contains `query`), in the file store's order.
+    pub fn thread_overview(
+        &self,
+        include_archived: bool,
+        query: Option<&str>,
+    ) -> Result<Vec<coral_thread::ThreadEntry>> {
+        threads::overview(&self.pool, &self.tenant, include_archived, query)
+    }
+
+    /// How many threads the tenant has.
+    pub fn thread_count(&self) -> Result<u64> {
+        threads::count(&self.pool, &self.tenant)
     }
 
     /// `thread_status` of one thread.

@@ -54,6 +54,8 @@ fn insert_get_search_delete_round_trip() {
         depth: 100,
         project: None,
         ef_search: 100,
+        embedder: None,
+        window: None,
     };
     let hits = store.search(&query, 3).unwrap();
     assert_eq!(ids(&hits)[0], memories[0].id());
@@ -201,6 +203,8 @@ fn bm25_scores_equal_the_local_index() {
             depth: 100,
             project: None,
             ef_search: 100,
+            embedder: None,
+            window: None,
         };
         let found = store.candidates(&query).unwrap();
         let got: Vec<(String, f64)> = found

@@ -124,6 +124,8 @@ fn hnsw_recall_at_10_against_the_exact_scan() {
                 depth: 10,
                 project,
                 ef_search: 100,
+                embedder: None,
+                window: None,
             };
             let found = store.candidates(&query).unwrap();
             let got: Vec<String> = found

@@ -52,6 +52,8 @@ fn a_tenant_never_sees_or_changes_another_tenants_rows() {
         depth: 100,
         project: Some("alpha"),
         ef_search: 100,
+        embedder: None,
+        window: None,
     };
     let seen = b.candidates(&query).unwrap();
     assert!(seen.items.is_empty() && seen.bm25.is_empty() && seen.vector.is_empty());

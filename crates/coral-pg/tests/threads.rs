@@ -122,3 +122,49 @@ fn concurrent_advances_get_every_number_once() {
     let step_ids: HashSet<&str> = v.steps.iter().map(|s| &*s.step_id).collect();
     assert_eq!(step_ids.len(), 100);
 }
+
+/// Two connections linking two threads under each other at once: the tenant's links are
+/// serialised, so one wins and the other is refused as a cycle, every time.
+#[test]
+fn concurrent_opposite_links_never_make_a_cycle() {
+    let Some(url) = common::url() else {
+        return;
+    };
+    let tenant = common::tenant("link-race");
+    let (a, b) = (
+        common::store_for(&url, &tenant),
+        common::store_for(&url, &tenant),
+    );
+    for round in 0..20 {
+        let x = a
+            .thread_create(&format!("x{round}"), None, None, None, 1.0)
+            .unwrap();
+        let y = a
+            .thread_create(&format!("y{round}"), None, None, None, 1.0)
+            .unwrap();
+        let barrier = std::sync::Barrier::new(2);
+        let (rx, ry) = std::thread::scope(|s| {
+            let one = s.spawn(|| {
+                barrier.wait();
+                a.thread_link(&x.thread_id, &y.thread_id, 2.0)
+            });
+            let two = s.spawn(|| {
+                barrier.wait();
+                b.thread_link(&y.thread_id, &x.thread_id, 2.0)
+            });
+            (one.join().unwrap(), two.join().unwrap())
+        });
+        let won = usize::from(rx.is_ok()) + usize::from(ry.is_ok());
+        assert_eq!(won, 1, "round {round}: {rx:?} {ry:?}");
+        let refused = rx.err().or(ry.err()).unwrap().to_string();
+        assert!(refused.contains("would make a cycle"), "{refused}");
+        let parents = (
+            a.thread_status(&x.thread_id).unwrap().parent_thread_id,
+            a.thread_status(&y.thread_id).unwrap().parent_thread_id,
+        );
+        assert!(
+            parents.0.is_none() || parents.1.is_none(),
+            "round {round}: a cycle {parents:?}"
+        );
+    }
+}

@@ -50,8 +50,9 @@ impl Status {
         }
     }
 
-    /// Listing order: active, interrupted, other, archived.
-    pub(crate) fn rank(&self) -> u8 {
+    /// Listing order: active, interrupted, other, archived (the overview's, here and in a
+    /// database backend).
+    pub fn rank(&self) -> u8 {
         match self {
             Status::Active => 0,
             Status::Interrupted => 1,

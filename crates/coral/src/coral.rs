@@ -8,9 +8,10 @@ use std::sync::Arc;
 use coral_embed::Embedder;
 use coral_heat::Llm;
 use coral_store::{Item, Record};
-use coral_thread::ThreadStore;
+use coral_thread::{StatusReport as ThreadStatusReport, ThreadStore, ThreadView};
 use serde_json::Value;
 
+use crate::backend::{Backend, Local};
 use crate::config::{Config, Loaded};
 use crate::config_ops::{ConfigChange, ConfigFile, get_in, refuse_for_tools, tool_may_change};
 use crate::engine::Engine;
@@ -21,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::limits::{check_importance, unix_now};
 use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
+use crate::postgres::PgBackend;
 use crate::reload::Reloader;
 use crate::report::{self, FuseCheck, Report};
 use crate::timeline_slot::TimelineSlot;
@@ -28,15 +30,14 @@ use crate::types::{
     DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
 };
 
-/// A Coral memory: one data directory, one embedder, one configuration.
+/// A Coral memory: one data directory (or one tenant of a PostgreSQL database, with
+/// `storage.backend = "postgres"`), one embedder, one configuration.
 ///
-/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled before they
-/// return, so nothing acknowledged is lost if the process dies.
+/// All methods take `&self`; `Coral` is `Send + Sync`. Mutations are journaled (or committed
+/// in the database) before they return, so nothing acknowledged is lost if the process dies.
 pub struct Coral {
-    /// The memory engine: the store behind its commit door, the embedder, the config.
-    pub(crate) engine: Engine,
-    /// Reasoning threads: a separate file and lock, never part of the memory pool.
-    threads: ThreadStore,
+    /// Where memories and threads live: the data directory or a database (`backend.rs`).
+    pub(crate) backend: Backend,
     /// The timeline: its own SQLite file, opened on first use.
     pub(crate) timeline: TimelineSlot,
     notices: Vec<String>,
@@ -66,9 +67,9 @@ impl Coral {
         }
         notices.extend(note.clone());
         let mut coral = Coral::open_with(loaded.config, embedder)?;
-        coral.engine.embedder_note = note;
+        coral.backend.set_embedder_note(note);
         coral.config_path = Some(path.to_path_buf());
-        coral.engine.config.watch(Reloader::new(path));
+        coral.backend.live_mut().watch(Reloader::new(path));
         notices.append(&mut coral.notices);
         coral.notices = notices;
         Ok(coral)
@@ -84,14 +85,20 @@ impl Coral {
             });
         }
         if config.storage.backend() == crate::config::StorageBackend::Postgres {
-            // Never quietly the data directory instead: the user asked for a shared database.
-            return Err(Error::Config {
-                path: config.base_dir.clone(),
-                detail: "storage.backend = \"postgres\" is not served by this build yet: the \
-                         database store exists (crate coral-pg, docs/postgres.md) but the facade \
-                         still keeps memories in the data directory only; set storage.backend = \
-                         \"local\""
-                    .into(),
+            // Memories and threads in the database; nothing of them in the data directory.
+            let backend = PgBackend::open(config.clone(), embedder)?;
+            // Standing facts worth one line: what the database does not do yet.
+            let notices = vec![
+                "storage.backend = \"postgres\": tiers, capacity, quotas and distillation are not \
+                 applied to the database yet; every memory stays hot (docs/postgres.md)"
+                    .to_string(),
+            ];
+            let timeline = TimelineSlot::new(&config, backend.config.redaction().clone());
+            return Ok(Coral {
+                backend: Backend::Postgres(Box::new(backend)),
+                timeline,
+                notices,
+                config_path: None,
             });
         }
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
@@ -115,12 +122,20 @@ impl Coral {
         notices.extend(threads.repairs());
         let timeline = TimelineSlot::new(&config, redaction);
         Ok(Coral {
-            engine,
-            threads,
+            backend: Backend::Local(Box::new(Local { engine, threads })),
             timeline,
             notices,
             config_path: None,
         })
+    }
+
+    /// The local engine, for the engine's own tests.
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
+        match &self.backend {
+            Backend::Local(l) => &l.engine,
+            Backend::Postgres(_) => panic!("a test asked for the local engine of a postgres Coral"),
+        }
     }
 
     /// Things worth telling the user once (fallback embedder, repairs, skipped lines).
@@ -130,7 +145,12 @@ impl Coral {
 
     /// The configuration in force.
     pub fn config(&self) -> Arc<Config> {
-        self.engine.config()
+        self.backend.config()
+    }
+
+    /// `storage.backend` of this Coral: `"local"` or `"postgres"`.
+    pub fn backend(&self) -> &'static str {
+        self.backend.name()
     }
 
     /// The config file, when opened from one.
@@ -140,23 +160,31 @@ impl Coral {
 
     /// The embedder in use.
     pub fn embedder(&self) -> &dyn Embedder {
-        self.engine.embedder.as_ref()
+        self.backend.embedder().as_ref()
     }
 
-    /// Checkpoint: rewrite the compatible files and fsync. Data is durable without it.
+    /// Checkpoint: rewrite the compatible files and fsync. Data is durable without it. (The
+    /// postgres backend has nothing to checkpoint: every call is a committed transaction.)
     pub fn flush(&self) -> Result<()> {
-        let mut engine = self.engine.lock();
+        let Backend::Local(l) = &self.backend else {
+            return Ok(());
+        };
+        let mut engine = l.engine.lock();
         engine.door.checkpoint()?;
         engine.door.view().sync()?;
         drop(engine);
-        Ok(self.threads.flush()?)
+        Ok(l.threads.flush()?)
     }
 
     /// Checkpoint and release the data directory. Returns warnings that lost nothing (a
     /// closing checkpoint that failed on a full disk: the journal keeps every change).
     pub fn close(self) -> Result<Vec<String>> {
-        let threads = self.threads.flush();
-        let closed = self.engine.close()?;
+        let Backend::Local(l) = self.backend else {
+            return Ok(Vec::new());
+        };
+        let Local { engine, threads } = *l;
+        let threads = threads.flush();
+        let closed = engine.close()?;
         threads?;
         Ok(closed.checkpoint_error.into_iter().collect())
     }
@@ -177,14 +205,20 @@ impl Coral {
 
     /// [`Coral::insert`] with a project tag, an explicit creation time or clock.
     pub fn insert_with(&self, content: &str, options: InsertOptions) -> Result<Insert> {
-        self.engine.insert_with(content, options)
+        match &self.backend {
+            Backend::Local(l) => l.engine.insert_with(content, options),
+            Backend::Postgres(p) => p.insert_with(content, options),
+        }
     }
 
     /// [`Coral::search_with`] without counting the hits as accesses, so nothing is journaled:
     /// for memories shown without being asked for (a client hook's recall before each prompt),
     /// which would otherwise gain heat from every prompt that mentions their words.
     pub fn search_uncounted(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
-        self.engine.search_uncounted(query, options)
+        match &self.backend {
+            Backend::Local(l) => l.engine.search_uncounted(query, options),
+            Backend::Postgres(p) => p.search(query, options, false),
+        }
     }
 
     /// The `top_k` memories most relevant to `query`.
@@ -200,26 +234,39 @@ impl Coral {
 
     /// [`Coral::search`] with a project, a score floor or a clock.
     pub fn search_with(&self, query: &str, options: SearchOptions) -> Result<Vec<SearchHit>> {
-        self.engine.search_with(query, options)
+        match &self.backend {
+            Backend::Local(l) => l.engine.search_with(query, options),
+            Backend::Postgres(p) => p.search(query, options, true),
+        }
     }
 
     /// One memory by id (searchable items; see [`Coral::get_archived`] for the archive).
-    pub fn get(&self, id: &str) -> Option<Memory> {
-        let engine = self.engine.lock();
-        engine.door.view().get(id).map(|(item, tier)| Memory {
+    /// Fails only when the backend cannot be read (the database unreachable).
+    pub fn get(&self, id: &str) -> Result<Option<Memory>> {
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.get(id),
+        };
+        let engine = l.engine.lock();
+        Ok(engine.door.view().get(id).map(|(item, tier)| Memory {
             item: item.clone(),
             tier,
-        })
+        }))
     }
 
     /// An archived (evicted or distilled) memory by id.
     pub fn get_archived(&self, id: &str) -> Result<Option<Item>> {
-        Ok(self.engine.lock().door.view().archived(id)?)
+        let l = self.backend.local("reading the archive")?;
+        Ok(l.engine.lock().door.view().archived(id)?)
     }
 
     /// Delete a memory. Returns false when no memory has that id.
     pub fn delete(&self, id: &str) -> Result<bool> {
-        let mut engine = self.engine.lock();
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.delete(id),
+        };
+        let mut engine = l.engine.lock();
         if engine.door.view().get(id).is_none() {
             return Ok(false);
         }
@@ -230,7 +277,11 @@ impl Coral {
     /// Set a memory's importance (0..1).
     pub fn mark_important(&self, id: &str, importance: f64) -> Result<Item> {
         check_importance(importance)?;
-        let mut engine = self.engine.lock();
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.mark_important(id, importance),
+        };
+        let mut engine = l.engine.lock();
         if engine.door.view().get(id).is_none() {
             return Err(Error::NotFound(id.into()));
         }
@@ -249,13 +300,21 @@ impl Coral {
     /// One page of the stored memories, filtered and ordered ([`ListQuery`]). Nothing is
     /// counted as an access; other processes' writes are caught up with first.
     pub fn list(&self, query: &ListQuery) -> Result<ListPage> {
-        let engine = self.engine.lock();
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.list(query),
+        };
+        let engine = l.engine.lock();
         list_page(engine.door.view().pool(), query)
     }
 
-    /// Every memory, oldest first.
-    pub fn export(&self) -> Vec<Memory> {
-        let engine = self.engine.lock();
+    /// Every memory, oldest first (ties by id). Fails only when the backend cannot be read.
+    pub fn export(&self) -> Result<Vec<Memory>> {
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.export(),
+        };
+        let engine = l.engine.lock();
         let pool = engine.door.view().pool();
         let mut out: Vec<Memory> = (0..pool.len() as u32)
             .map(|row| Memory {
@@ -269,7 +328,7 @@ impl Coral {
                 .total_cmp(&b.item.timestamp)
                 .then_with(|| a.item.item_id.cmp(&b.item.item_id))
         });
-        out
+        Ok(out)
     }
 
     /// Copy the memories of a Python Coral data directory into this one, preserving ids,
@@ -280,11 +339,12 @@ impl Coral {
         source: &Path,
         progress: impl FnMut(usize, usize),
     ) -> Result<ImportReport> {
-        let mut report = self.engine.import_python_dir(source, progress)?;
+        let l = self.backend.local("coral import")?;
+        let mut report = l.engine.import_python_dir(source, progress)?;
         // The threads, which the original keeps beside its memories by default.
         let threads = source.join(crate::THREADS_FILE);
         if threads.exists() {
-            report.threads = Some(self.threads().import(&threads)?);
+            report.threads = Some(l.threads.import(&threads)?);
         }
         Ok(report)
     }
@@ -296,7 +356,10 @@ impl Coral {
     /// vectors. `progress` is called with (done, total). Run it with no other process using the
     /// data directory.
     pub fn reembed(&self, progress: impl FnMut(usize, usize)) -> Result<ReembedReport> {
-        self.engine.reembed(progress)
+        self.backend
+            .local("coral reembed")?
+            .engine
+            .reembed(progress)
     }
 
     /// Make the approximate vector index ready now (docs/ann.md) instead of at the first
@@ -308,10 +371,11 @@ impl Coral {
         &self,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<crate::VectorIndexReport> {
-        let mut engine = self.engine.lock();
+        let l = self.backend.local("preparing the vector index")?;
+        let mut engine = l.engine.lock();
         Ok(engine
             .door
-            .prepare_vectors(self.engine.embedder.name(), &mut progress))
+            .prepare_vectors(l.engine.embedder.name(), &mut progress))
     }
 
     // Governance.
@@ -319,61 +383,84 @@ impl Coral {
     /// Distil now with a given client (tests and tools inject their own), whatever the
     /// capacity: the coolest clusters become summaries. Returns how many clusters were replaced.
     pub fn distill_with(&self, llm: &dyn Llm, now: f64) -> Result<usize> {
-        self.engine.distill_with(llm, now)
+        self.backend
+            .local("distillation")?
+            .engine
+            .distill_with(llm, now)
     }
 
     /// What the configuration in force would remove now, and whether a change is held.
-    pub fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
-        self.engine.removal_preview()
+    pub fn removal_preview(&self) -> Result<(RemovalPreview, Option<Held>)> {
+        Ok(self
+            .backend
+            .local("governance's removal preview")?
+            .engine
+            .removal_preview())
     }
 
     /// Accept the limits of the configuration in force, whatever they remove, and govern now
     /// (`coral govern --confirm`; a tool's `confirm: true`).
     pub fn confirm_removals(&self) -> Result<Confirmed> {
-        self.engine.confirm_removals()
+        self.backend
+            .local("confirming governance's removals")?
+            .engine
+            .confirm_removals()
     }
 
     // Reports.
 
     /// Counters (O(1)).
     pub fn stats(&self) -> Stats {
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.stats(),
+        };
         // Another process (`coral thread ...`, a second server) may have changed the file. When
         // it cannot be read now, the count this process holds is still true for it, and the
         // thread tools report the read error.
-        let threads = self.threads.count().unwrap_or_else(|_| self.threads.len());
-        self.engine.stats(threads)
+        let threads = l.threads.count().unwrap_or_else(|_| l.threads.len());
+        l.engine.stats(threads)
     }
 
-    /// Disk usage by file and against the budget.
+    /// Disk usage by file and against the budget. With the postgres backend the data
+    /// directory holds no memories: no files, nothing against the budget.
     pub fn disk_usage(&self) -> DiskUsage {
-        let engine = self.engine.lock();
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(_) => return DiskUsage::default(),
+        };
+        let engine = l.engine.lock();
         disk_usage(engine.door.view(), &self.config())
     }
 
     /// Why nothing this process does is recorded, if so: the store is read-only, or the last
     /// search could not record its hits (a full disk). The CLI prints it after a read.
     pub fn unrecorded(&self) -> Option<String> {
-        self.engine.unrecorded()
+        match &self.backend {
+            Backend::Local(l) => l.engine.unrecorded(),
+            Backend::Postgres(p) => p.unrecorded(),
+        }
     }
 
     /// Stats, disk usage, a 14-day histogram, the five memories closest to eviction and
     /// absolute paths.
-    pub fn report(&self) -> Report {
+    pub fn report(&self) -> Result<Report> {
         self.report_at(unix_now())
     }
 
     /// [`Coral::report`] as of `now`.
-    pub fn report_at(&self, now: f64) -> Report {
+    pub fn report_at(&self, now: f64) -> Result<Report> {
+        let l = self.backend.local("coral report")?;
         let stats = self.stats();
         let disk_usage = self.disk_usage();
         let config = self.config();
-        let mut engine = self.engine.lock();
+        let mut engine = l.engine.lock();
         let engine = &mut *engine;
         let mut removed = engine.guard.removals(engine.door.view());
         removed.drain(..removed.len().saturating_sub(20));
         let held_change = engine.guard.held().cloned();
         let store = engine.door.view();
-        Report {
+        Ok(Report {
             stats,
             disk_usage,
             day_histogram: report::day_histogram(store.pool(), now),
@@ -381,7 +468,7 @@ impl Coral {
             paths: report::paths(store.paths(), self.config_path(), &config.threads_path()),
             held_change,
             removed,
-        }
+        })
     }
 
     /// Whether these texts together exceed `memory.token_fuse_threshold` tokens.
@@ -403,7 +490,23 @@ impl Coral {
             return Err(Error::InvalidInput(problems.join("; ")));
         }
         // A Rust caller that sets a configuration means it: its limits apply at once.
-        self.engine.apply_config(config, unix_now(), true)
+        self.apply_config(config, true)
+    }
+
+    /// `config` in force now; locally governed at once (`confirmed`: whatever it removes).
+    fn apply_config(&self, config: Config, confirmed: bool) -> Result<()> {
+        match &self.backend {
+            Backend::Local(l) => l.engine.apply_config(config, unix_now(), confirmed),
+            Backend::Postgres(p) => {
+                // Nothing to govern yet: tiers and governance are not served by the database.
+                p.config.swap(config);
+                if let Some(r) = p.config.reloader() {
+                    r.mark_seen();
+                    r.set_error(None);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// The configuration in force (or one dotted key or section of it), API key masked.
@@ -481,7 +584,7 @@ impl Coral {
         let current = self.config();
         config.base_dir = current.base_dir.clone();
         config.data_dir_override = current.data_dir_override.clone();
-        self.engine.apply_config(config, unix_now(), confirmed)
+        self.apply_config(config, confirmed)
     }
 
     /// The preview of `planned` when it would remove in bulk and is not confirmed.
@@ -493,17 +596,98 @@ impl Coral {
         let mut planned = planned.clone();
         planned.base_dir = current.base_dir.clone();
         planned.data_dir_override = current.data_dir_override.clone();
-        let preview = self.engine.preview_change(&planned);
+        let Backend::Local(l) = &self.backend else {
+            // The database's memories are never governed yet: nothing a change could remove.
+            return None;
+        };
+        let preview = l.engine.preview_change(&planned);
         preview.in_bulk().then_some(preview)
     }
 
     // Threads.
 
-    /// The reasoning threads (docs/storage.md, "Threads"): a separate file and lock, never
-    /// part of the memory pool. The seven operations (`create`, `status`, `advance`,
-    /// `interrupt`, `archive`, `resume`, `link`) are the store's; their results serialise to
-    /// the `thread` / `threads` parts of the tool results.
-    pub fn threads(&self) -> &ThreadStore {
-        &self.threads
+    /// The reasoning threads of the local backend (docs/storage.md, "Threads"): a separate
+    /// file and lock, never part of the memory pool. The seven operations (`create`, `status`,
+    /// `advance`, `interrupt`, `archive`, `resume`, `link`) are the store's; their results
+    /// serialise to the `thread` / `threads` parts of the tool results. With the postgres
+    /// backend the threads are in the database: use [`Coral::thread_create`] and the methods
+    /// beside it, which serve both.
+    pub fn threads(&self) -> Result<&ThreadStore> {
+        Ok(&self.backend.local("the threads file")?.threads)
+    }
+
+    /// `thread_create(title, summary?, parent_thread_id?, by?)`.
+    pub fn thread_create(
+        &self,
+        title: &str,
+        summary: Option<&str>,
+        parent_thread_id: Option<&str>,
+        by: Option<&str>,
+    ) -> Result<ThreadView> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.create(title, summary, parent_thread_id, by)?),
+            Backend::Postgres(p) => p.thread_create(title, summary, parent_thread_id, by),
+        }
+    }
+
+    /// `thread_status(thread_id?, include_archived?, query?)`: one thread, or the overview
+    /// (the overview is not served by the postgres backend yet).
+    pub fn thread_status(
+        &self,
+        thread_id: Option<&str>,
+        include_archived: bool,
+        query: Option<&str>,
+    ) -> Result<ThreadStatusReport> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.status(thread_id, include_archived, query)?),
+            Backend::Postgres(p) => p.thread_status(thread_id, include_archived, query),
+        }
+    }
+
+    /// `thread_advance(thread_id, note, done?, by?)`: one more step.
+    pub fn thread_advance(
+        &self,
+        thread_id: &str,
+        note: &str,
+        done: Option<bool>,
+        by: Option<&str>,
+    ) -> Result<ThreadView> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.advance(thread_id, note, done, by)?),
+            Backend::Postgres(p) => p.thread_advance(thread_id, note, done, by),
+        }
+    }
+
+    /// `thread_interrupt(thread_id, reason?)`: status interrupted, plus a step
+    /// `[中断] reason`.
+    pub fn thread_interrupt(&self, thread_id: &str, reason: Option<&str>) -> Result<ThreadView> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.interrupt(thread_id, reason)?),
+            Backend::Postgres(p) => p.thread_interrupt(thread_id, reason),
+        }
+    }
+
+    /// `thread_archive(thread_id)`: hidden from the overview, kept forever.
+    pub fn thread_archive(&self, thread_id: &str) -> Result<ThreadView> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.archive(thread_id)?),
+            Backend::Postgres(p) => p.thread_set_status(thread_id, crate::ThreadStatus::Archived),
+        }
+    }
+
+    /// `thread_resume(thread_id)`: back to active.
+    pub fn thread_resume(&self, thread_id: &str) -> Result<ThreadView> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.resume(thread_id)?),
+            Backend::Postgres(p) => p.thread_set_status(thread_id, crate::ThreadStatus::Active),
+        }
+    }
+
+    /// `thread_link(child_id, parent_id)`: no self-links, no cycles.
+    pub fn thread_link(&self, child_id: &str, parent_id: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.threads.link(child_id, parent_id)?),
+            Backend::Postgres(p) => p.thread_link(child_id, parent_id),
+        }
     }
 }

@@ -35,6 +35,21 @@ pub enum Error {
     /// The threads file, its lock or its directory failed.
     #[error(transparent)]
     Thread(coral_thread::Error),
+    /// The PostgreSQL backend failed (unreachable, a time-out, a refused statement).
+    #[error(transparent)]
+    Postgres(coral_pg::Error),
+    /// The operation is not served by the configured backend yet (docs/postgres.md, "What the
+    /// postgres backend refuses"); nothing was changed.
+    #[error(
+        "{operation} is not supported by the {backend} backend yet (docs/postgres.md lists what \
+         it serves); nothing was changed: use storage.backend = \"local\" for it"
+    )]
+    Unsupported {
+        /// The operation, as a tool or method name.
+        operation: String,
+        /// `storage.backend`.
+        backend: &'static str,
+    },
 }
 
 /// `Result` with the facade's [`Error`].
@@ -46,6 +61,15 @@ impl From<coral_thread::Error> for Error {
             coral_thread::Error::InvalidInput(m) => Error::InvalidInput(m),
             coral_thread::Error::NotFound(id) => Error::ThreadNotFound(id),
             other => Error::Thread(other),
+        }
+    }
+}
+
+impl From<coral_pg::Error> for Error {
+    fn from(e: coral_pg::Error) -> Self {
+        match e {
+            coral_pg::Error::InvalidInput(m) => Error::InvalidInput(m),
+            other => Error::Postgres(other),
         }
     }
 }

@@ -18,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backend;
 mod backup;
 mod config;
 mod config_ops;
@@ -29,6 +30,9 @@ mod limits;
 mod list;
 mod live_config;
 mod models;
+mod postgres;
+mod prepare;
+mod rank;
 mod reload;
 mod report;
 mod set_paths;
@@ -43,8 +47,8 @@ pub use config::{
     ANN_THRESHOLD, CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig,
     HeatConfig, HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
     ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
-    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageConfig,
-    SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
+    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageBackend,
+    StorageConfig, SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
 };
 pub use config_ops::{
     ConfigChange, ConfigFile, Edit, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,

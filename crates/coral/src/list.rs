@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use coral_store::{Pool, Tier};
+use coral_store::{Item, Pool, Tier};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -125,9 +125,17 @@ impl ListQuery {
 
 /// The page of `pool` that `query` asks for.
 pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
+    list_rows(pool.items(), |row| pool.tier(row), query)
+}
+
+/// [`list_page`] over any backend's memories: `items` by row and `tier_of` a row's tier.
+pub(crate) fn list_rows(
+    items: &[Item],
+    tier_of: impl Fn(u32) -> Tier,
+    query: &ListQuery,
+) -> Result<ListPage> {
     query.check()?;
     let needle = query.contains.as_deref().map(str::to_lowercase);
-    let items = pool.items();
     let mut projects: HashMap<&str, usize> = HashMap::new();
     // (sort key, row) of every match; only the page's items are copied afterwards.
     let mut rows: Vec<(f64, u32)> = Vec::new();
@@ -135,7 +143,7 @@ pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
         let row = row as u32;
         let project = item.project.as_deref().unwrap_or("");
         *projects.entry(project).or_default() += 1;
-        let keep = query.tier.is_none_or(|t| pool.tier(row) == t)
+        let keep = query.tier.is_none_or(|t| tier_of(row) == t)
             && query.project.as_deref().is_none_or(|p| p == project)
             && query.from.is_none_or(|f| item.timestamp >= f)
             && query.to.is_none_or(|t| item.timestamp < t)
@@ -172,12 +180,12 @@ pub(crate) fn list_page(pool: &Pool, query: &ListQuery) -> Result<ListPage> {
     let page = rows[query.offset.min(end)..end]
         .iter()
         .map(|&(_, row)| Memory {
-            item: pool.item(row).clone(),
-            tier: pool.tier(row),
+            item: items[row as usize].clone(),
+            tier: tier_of(row),
         })
         .collect();
     Ok(ListPage {
-        total: pool.len(),
+        total: items.len(),
         matched: rows.len(),
         offset: query.offset,
         items: page,

@@ -96,6 +96,12 @@ impl Coral {
     /// writing, by a call at least [`READ_ONLY_RETRY`] later, so a server whose disk had filled
     /// up records again once there is space.
     pub fn timeline(&self) -> Result<Arc<Timeline>, TimelineError> {
+        if let crate::backend::Backend::Postgres(_) = &self.backend {
+            // Never quietly a local file beside a shared memory (docs/postgres.md).
+            return Err(TimelineError::InvalidInput(
+                self.backend.unsupported("the timeline").to_string(),
+            ));
+        }
         self.timeline.get()
     }
 
@@ -194,14 +200,14 @@ impl Coral {
     /// calls do not lock the engine, which is where the file is otherwise checked): its
     /// `timeline.*` settings, dispatch policy and prompts apply at once.
     pub fn timeline_config(&self) -> Arc<Config> {
-        self.engine.refresh_config();
+        self.backend.refresh_config();
         self.config()
     }
 
     /// Why the config file in force is not the file's (a rejected edit), as
     /// `stats().config_error`.
     fn config_error(&self) -> Option<String> {
-        self.engine.config.reloader().and_then(|r| r.error())
+        self.backend.live().reloader().and_then(|r| r.error())
     }
 
     /// Where the timeline database is (whether or not it exists yet).

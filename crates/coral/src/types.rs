@@ -127,9 +127,16 @@ pub struct SearchHit {
     pub scores: Scores,
 }
 
-/// Counters, all O(1).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Counters, all O(1) on the local backend (one query each for the postgres backend's counts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {
+    /// `storage.backend`: `"local"` (the data directory) or `"postgres"`.
+    pub backend: String,
+    /// The tenant served, with the postgres backend.
+    pub tenant: Option<String>,
+    /// Why the backend's counts could not be read (the database unreachable), when they could
+    /// not; the counts are then 0.
+    pub backend_error: Option<String>,
     /// Hot items.
     pub hot: usize,
     /// Warm items.
@@ -179,7 +186,7 @@ pub struct Stats {
 }
 
 /// Disk usage (docs/configuration.md, "Disk budget").
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct DiskUsage {
     /// Bytes per data file.
     pub files: BTreeMap<String, u64>,

@@ -112,6 +112,7 @@ fn twenty_near_duplicates_collapse_into_one_summary_with_lineage() {
     near_duplicates(&coral);
     let members: Vec<String> = coral
         .export()
+        .unwrap()
         .iter()
         .map(|m| m.item.item_id.clone())
         .collect();
@@ -128,6 +129,7 @@ fn twenty_near_duplicates_collapse_into_one_summary_with_lineage() {
     assert_eq!(stats.total, 17, "20 members -> 1 summary; nothing evicted");
     let summary = coral
         .export()
+        .unwrap()
         .into_iter()
         .find(|m| m.item.content == "用户每天上午喝冰镇拿铁咖啡")
         .expect("the summary is a memory");
@@ -137,7 +139,7 @@ fn twenty_near_duplicates_collapse_into_one_summary_with_lineage() {
     );
     assert_eq!(summary.item.importance, 0.2);
     for id in &members {
-        assert!(coral.get(id).is_none());
+        assert!(coral.get(id).unwrap().is_none());
         let archived = coral.get_archived(id).unwrap().expect("member archived");
         assert_eq!(archived.extra["archive_reason"], "distilled");
         assert_eq!(archived.extra["summary_id"], summary.item.item_id.as_str());
@@ -160,7 +162,7 @@ fn a_failing_endpoint_changes_nothing() {
     };
     let coral = open(dir.path(), &dead);
     near_duplicates(&coral);
-    let before = coral.export();
+    let before = coral.export().unwrap();
     for client_url in [
         dead.clone(),
         FakeLlm::start(500, "x").url,
@@ -169,7 +171,11 @@ fn a_failing_endpoint_changes_nothing() {
         let settings = LlmSettings::resolve(&client_url, "sk-test", "m", |_| None).unwrap();
         let client = OpenAiClient::new(settings).unwrap();
         assert_eq!(coral.distill_with(&client, NOW).unwrap(), 0);
-        assert_eq!(coral.export(), before, "{client_url}: nothing changed");
+        assert_eq!(
+            coral.export().unwrap(),
+            before,
+            "{client_url}: nothing changed"
+        );
     }
     let g = coral.stats().governance;
     assert_eq!(g.distill_failures, 3);
@@ -242,6 +248,7 @@ fn the_disk_quota_trims_to_the_hard_ratio_and_warns_once() {
     // After each enforcement usage was at most hard_ratio × max; it then grows again.
     let hot_and_warm = coral
         .export()
+        .unwrap()
         .iter()
         .filter(|m| m.tier != coral::Tier::Cold)
         .count();

@@ -97,7 +97,10 @@ fn pages_cover_every_match_once_in_order() {
     );
     assert_eq!(important, [inserted[29].clone()]);
     // Listing is not recalling: no access was counted.
-    assert_eq!(coral.get(&inserted[0]).unwrap().item.access_count, 1);
+    assert_eq!(
+        coral.get(&inserted[0]).unwrap().unwrap().item.access_count,
+        1
+    );
 }
 
 #[test]

@@ -296,7 +296,7 @@ fn run(case: &Case) {
         coral.insert_with(content, options).expect("insert");
     }
     // Inserts may merge near-duplicates: the reference is what was stored, not what was sent.
-    let stored = coral.export();
+    let stored = coral.export().unwrap();
     assert_eq!(
         coral.stats().vectors,
         stored.len(),
@@ -315,7 +315,7 @@ fn run(case: &Case) {
         .search_with(&case.query, options.clone())
         .expect("search");
     assert_hits(&hits, &expected, case.top_k, &before, now);
-    let after = by_id(coral.export());
+    let after = by_id(coral.export().unwrap());
     assert_counted(&after, &before, &hits);
 
     // Access counts and last access do not enter the score: the same search gives the same
@@ -336,7 +336,7 @@ fn run(case: &Case) {
             a.item.item_id
         );
     }
-    assert_counted(&by_id(coral.export()), &after, &again);
+    assert_counted(&by_id(coral.export().unwrap()), &after, &again);
 }
 
 proptest! {

@@ -94,6 +94,7 @@ fn a_project_over_its_quota_loses_its_coolest_items_only() {
     let count = |p: Option<&str>| {
         coral
             .export()
+            .unwrap()
             .iter()
             .filter(|m| m.item.project.as_deref() == p)
             .count()
@@ -105,10 +106,13 @@ fn a_project_over_its_quota_loses_its_coolest_items_only() {
     assert_eq!(count(Some("B")), 5);
     assert_eq!(count(None), 5);
     assert!(
-        coral.get(&a_ids[0]).is_some(),
+        coral.get(&a_ids[0]).unwrap().is_some(),
         "the important item survives"
     );
-    let gone = a_ids.iter().find(|id| coral.get(id).is_none()).unwrap();
+    let gone = a_ids
+        .iter()
+        .find(|id| coral.get(id).unwrap().is_none())
+        .unwrap();
     let archived = coral.get_archived(gone).unwrap().unwrap();
     assert_eq!(archived.extra["archive_reason"], "project_quota");
 }

@@ -40,7 +40,7 @@ fn histogram_preview_and_paths() {
     at(3.0, "three days ago 三天前", 0.5);
     at(13.0, "thirteen days ago 十三天前", 0.5);
     at(20.0, "too old for the histogram 太久了", 0.0);
-    let report = coral.report_at(now);
+    let report = coral.report_at(now).unwrap();
     let days: Vec<(&str, usize)> = report
         .day_histogram
         .iter()

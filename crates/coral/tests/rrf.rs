@@ -77,7 +77,7 @@ fn ranks_by_fusion_and_reports_every_component() {
     );
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
     // Hits count for heat as in weighted mode.
-    assert_eq!(coral.get(&ids[0]).unwrap().item.access_count, 2);
+    assert_eq!(coral.get(&ids[0]).unwrap().unwrap().item.access_count, 2);
 
     let manuals = search(&coral, "translating manuals", 2, None);
     let found: Vec<&str> = manuals.iter().map(|h| h.item.item_id.as_str()).collect();

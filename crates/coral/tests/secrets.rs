@@ -112,6 +112,7 @@ fn one_switch_follows_the_config_into_pool_threads_and_timeline() {
         let memory = memory.item().unwrap().content.clone();
         let thread = coral
             .threads()
+            .unwrap()
             .create(&format!("thread {n} {KEY}"), None, None, None)
             .unwrap();
         coral

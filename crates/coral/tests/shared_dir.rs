@@ -20,7 +20,12 @@ fn open(dir: &std::path::Path) -> Coral {
 }
 
 fn ids(c: &Coral) -> Vec<String> {
-    let mut v: Vec<String> = c.export().into_iter().map(|m| m.item.item_id).collect();
+    let mut v: Vec<String> = c
+        .export()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.item.item_id)
+        .collect();
     v.sort();
     v
 }
@@ -35,7 +40,10 @@ fn writes_of_one_are_seen_by_the_other_within_one_call() {
         .unwrap()
         .id()
         .to_string();
-    assert!(b.get(&x).is_some(), "b sees a's insert at its next call");
+    assert!(
+        b.get(&x).unwrap().is_some(),
+        "b sees a's insert at its next call"
+    );
     let y = b
         .insert("written by b 乙写入", 0.5)
         .unwrap()
@@ -46,9 +54,9 @@ fn writes_of_one_are_seen_by_the_other_within_one_call() {
         y
     );
     // The hit a just made is visible to b.
-    assert_eq!(b.get(&y).unwrap().item.access_count, 2);
+    assert_eq!(b.get(&y).unwrap().unwrap().item.access_count, 2);
     assert!(b.delete(&x).unwrap());
-    assert!(a.get(&x).is_none(), "a sees b's delete");
+    assert!(a.get(&x).unwrap().is_none(), "a sees b's delete");
     assert!(!a.delete(&x).unwrap(), "already gone");
     assert_eq!(ids(&a), ids(&b));
     assert_eq!(a.stats().total, b.stats().total);
@@ -132,11 +140,11 @@ fn many_threads_on_one_coral_equal_some_serial_order() {
     }
     live.sort();
     assert_eq!(ids(&coral), live, "exactly the inserts minus the deletes");
-    assert!(gone.iter().all(|id| coral.get(id).is_none()));
+    assert!(gone.iter().all(|id| coral.get(id).unwrap().is_none()));
     // No lost hits: every live memory's access count is its insert plus every search that
     // returned it, as in some serial order of all the calls.
     let mut checked = 0;
-    for m in coral.export() {
+    for m in coral.export().unwrap() {
         let expected = 1 + hits.get(&m.item.item_id).copied().unwrap_or(0);
         assert_eq!(m.item.access_count, expected, "{}", m.item.item_id);
         checked += u64::from(expected > 1);
@@ -147,7 +155,7 @@ fn many_threads_on_one_coral_equal_some_serial_order() {
     );
     assert_eq!(coral.stats().total, live.len());
     // Reopen: the same state.
-    let before = coral.export();
+    let before = coral.export().unwrap();
     drop(coral);
-    assert_eq!(open(dir.path()).export(), before);
+    assert_eq!(open(dir.path()).export().unwrap(), before);
 }

@@ -34,6 +34,7 @@ fn the_seven_operations_and_their_json() {
     let coral = open(config(dir.path()));
     let t = coral
         .threads()
+        .unwrap()
         .create(
             "发布 v2.0",
             Some("升级嵌入模型并优化检索性能"),
@@ -43,15 +44,18 @@ fn the_seven_operations_and_their_json() {
         .unwrap();
     let child = coral
         .threads()
+        .unwrap()
         .create("写 README", None, Some(&t.thread_id), None)
         .unwrap();
     let id = t.thread_id.as_str();
     coral
         .threads()
+        .unwrap()
         .advance(id, "migrate_bge.py 已跑通", Some(true), Some("聊天B"))
         .unwrap();
     let v = coral
         .threads()
+        .unwrap()
         .advance(id, "向量重建完成，检索验证通过", None, Some("聊天C"))
         .unwrap();
     let json = serde_json::to_value(&v).unwrap();
@@ -81,25 +85,35 @@ fn the_seven_operations_and_their_json() {
     assert_eq!(json["steps"][1]["done"], true, "完成 is detected");
     assert_eq!(json["steps"][1]["seq"], 2);
 
-    let v = coral.threads().interrupt(id, Some("等上游依赖")).unwrap();
+    let v = coral
+        .threads()
+        .unwrap()
+        .interrupt(id, Some("等上游依赖"))
+        .unwrap();
     assert_eq!(v.status, ThreadStatus::Interrupted);
     assert_eq!(&*v.steps.last().unwrap().text, "[中断] 等上游依赖");
     assert_eq!(
-        coral.threads().resume(id).unwrap().status,
+        coral.threads().unwrap().resume(id).unwrap().status,
         ThreadStatus::Active
     );
     assert_eq!(
-        coral.threads().archive(&child.thread_id).unwrap().status,
+        coral
+            .threads()
+            .unwrap()
+            .archive(&child.thread_id)
+            .unwrap()
+            .status,
         ThreadStatus::Archived
     );
     let extra = coral
         .threads()
+        .unwrap()
         .create("子任务：压测", None, None, None)
         .unwrap();
-    coral.threads().link(&extra.thread_id, id).unwrap();
+    coral.threads().unwrap().link(&extra.thread_id, id).unwrap();
 
     let overview =
-        serde_json::to_value(coral.threads().status(None, false, None).unwrap()).unwrap();
+        serde_json::to_value(coral.threads().unwrap().status(None, false, None).unwrap()).unwrap();
     assert_eq!(keys(&overview), ["count", "threads"]);
     assert_eq!(overview["count"], 2, "the archived child is hidden");
     let parent = overview["threads"]
@@ -113,12 +127,23 @@ fn the_seven_operations_and_their_json() {
         json!([child.thread_id, extra.thread_id]),
         "children include archived ones, oldest first"
     );
-    let all = coral.threads().status(None, true, None).unwrap();
+    let all = coral.threads().unwrap().status(None, true, None).unwrap();
     assert_eq!(all.count(), 3);
-    let one = serde_json::to_value(coral.threads().status(Some(id), false, None).unwrap()).unwrap();
+    let one = serde_json::to_value(
+        coral
+            .threads()
+            .unwrap()
+            .status(Some(id), false, None)
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(keys(&one), ["count", "thread"]);
     assert_eq!(one["thread"]["step_count"], 3);
-    let q = coral.threads().status(None, false, Some("压测")).unwrap();
+    let q = coral
+        .threads()
+        .unwrap()
+        .status(None, false, Some("压测"))
+        .unwrap();
     assert_eq!(q.views()[0].thread_id, extra.thread_id);
     assert_eq!(coral.stats().threads, 3);
 }
@@ -127,10 +152,15 @@ fn the_seven_operations_and_their_json() {
 fn errors_are_typed_and_clear() {
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
-    let t = coral.threads().create("t", None, None, None).unwrap();
+    let t = coral
+        .threads()
+        .unwrap()
+        .create("t", None, None, None)
+        .unwrap();
     // Thread errors convert into the facade's, as the tools and the CLI report them.
     match coral
         .threads()
+        .unwrap()
         .advance("nope", "x", None, None)
         .map_err(Error::from)
     {
@@ -138,17 +168,24 @@ fn errors_are_typed_and_clear() {
         other => panic!("expected ThreadNotFound, got {other:?}"),
     }
     for err in [
-        coral.threads().create(" ", None, None, None).unwrap_err(),
         coral
             .threads()
+            .unwrap()
+            .create(" ", None, None, None)
+            .unwrap_err(),
+        coral
+            .threads()
+            .unwrap()
             .advance(&t.thread_id, "", None, None)
             .unwrap_err(),
         coral
             .threads()
+            .unwrap()
             .link(&t.thread_id, &t.thread_id)
             .unwrap_err(),
         coral
             .threads()
+            .unwrap()
             .create(&"长".repeat(81), None, None, None)
             .unwrap_err(),
     ] {
@@ -158,6 +195,7 @@ fn errors_are_typed_and_clear() {
     assert!(
         coral
             .threads()
+            .unwrap()
             .status(Some("nope"), false, None)
             .unwrap_err()
             .to_string()
@@ -175,7 +213,11 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
         dir.path().join("memory_data/coral_threads.json")
     );
     let coral = open(c);
-    coral.threads().create("where", None, None, None).unwrap();
+    coral
+        .threads()
+        .unwrap()
+        .create("where", None, None, None)
+        .unwrap();
     coral.flush().unwrap();
     assert!(dir.path().join("memory_data/coral_threads.json").exists());
     coral.close().unwrap();
@@ -192,6 +234,7 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
     assert_eq!(coral.stats().threads, 0, "a different file");
     coral
         .threads()
+        .unwrap()
         .create("in the override", None, None, None)
         .unwrap();
     coral.close().unwrap();
@@ -202,18 +245,23 @@ fn the_file_lives_at_threads_path_next_to_the_config() {
 fn close_writes_pending_changes_and_reopen_is_equal() {
     let dir = tempfile::tempdir().unwrap();
     let coral = open(config(dir.path()));
-    let t = coral.threads().create("pending", None, None, None).unwrap();
+    let t = coral
+        .threads()
+        .unwrap()
+        .create("pending", None, None, None)
+        .unwrap();
     for i in 0..5 {
         // Inside the coalescing window: at most the first change is on disk yet.
         coral
             .threads()
+            .unwrap()
             .advance(&t.thread_id, &format!("step {i}"), None, None)
             .unwrap();
     }
-    let before = coral.threads().all().unwrap();
+    let before = coral.threads().unwrap().all().unwrap();
     coral.close().unwrap();
     let coral = open(config(dir.path()));
-    assert_eq!(coral.threads().all().unwrap(), before);
+    assert_eq!(coral.threads().unwrap().all().unwrap(), before);
     assert_eq!(coral.stats().threads, 1);
 }
 
@@ -226,10 +274,12 @@ fn threads_are_not_memories() {
     let coral = open(c);
     let t = coral
         .threads()
+        .unwrap()
         .create("关键链路", Some("这条绝不能丢"), None, Some("压测"))
         .unwrap();
     coral
         .threads()
+        .unwrap()
         .advance(&t.thread_id, "这条绝不能丢的步骤", None, None)
         .unwrap();
     for i in 0..30 {
@@ -245,11 +295,13 @@ fn threads_are_not_memories() {
     assert!(
         coral
             .export()
+            .unwrap()
             .iter()
             .all(|m| !m.item.content.contains("绝不能丢"))
     );
     let v = coral
         .threads()
+        .unwrap()
         .status(Some(&t.thread_id), false, None)
         .unwrap();
     assert_eq!(v.views()[0].step_count, 1);
@@ -266,13 +318,14 @@ fn threads_open_without_the_memory_store() {
         .create("from the cli", None, None, Some("cli"))
         .unwrap();
     threads.flush().unwrap();
-    let seen = coral.threads().status(None, false, None).unwrap();
+    let seen = coral.threads().unwrap().status(None, false, None).unwrap();
     let ThreadStatusReport::Many(entries) = seen else {
         panic!("expected the overview")
     };
     assert_eq!(entries[0].thread.thread_id, t.thread_id);
     coral
         .threads()
+        .unwrap()
         .advance(&t.thread_id, "server side", None, None)
         .unwrap();
     coral.flush().unwrap();
@@ -291,5 +344,5 @@ fn stats_count_the_threads_another_process_created() {
     other.create("made elsewhere", None, None, None).unwrap();
     other.flush().unwrap();
     assert_eq!(coral.stats().threads, 1, "the server's stats saw the file");
-    assert_eq!(coral.report().stats.threads, 1);
+    assert_eq!(coral.report().unwrap().stats.threads, 1);
 }

@@ -242,10 +242,10 @@ fn replay(script: &Script, dir: &Path, sim_threshold: f64) -> Result<Replay> {
     r.important = important.len();
     r.important_alive = important
         .iter()
-        .filter(|id| coral.get(id).is_some())
+        .filter(|id| matches!(coral.get(id), Ok(Some(_))))
         .count();
     for id in &inserted_ids {
-        if coral.get(id).is_some() {
+        if coral.get(id)?.is_some() {
             continue;
         }
         if coral.get_archived(id)?.is_some() {
@@ -258,10 +258,10 @@ fn replay(script: &Script, dir: &Path, sim_threshold: f64) -> Result<Replay> {
     r.final_counts = json!({
         "total": stats.total, "hot": stats.hot, "warm": stats.warm, "cold": stats.cold,
     });
-    let before = coral.export();
+    let before = coral.export()?;
     coral.close()?;
     let reopened = open(&config)?;
-    let after = reopened.export();
+    let after = reopened.export()?;
     r.reopen_consistent = before == after && reopened.stats().total == stats.total;
     reopened.close()?;
     Ok(r)

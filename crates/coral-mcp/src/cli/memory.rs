@@ -127,7 +127,7 @@ pub(crate) fn search(
 /// `coral get`: one memory (also an archived one) as JSON; exit 1 when there is none.
 pub(crate) fn get(cli: &Globals, id: &str) -> Result<u8, Failure> {
     let coral = open(cli)?;
-    let code = if let Some(m) = coral.get(id) {
+    let code = if let Some(m) = coral.get(id)? {
         print_json(&serde_json::to_value(&m)?);
         0
     } else if let Some(item) = coral.get_archived(id)? {
@@ -147,7 +147,7 @@ pub(crate) fn get(cli: &Globals, id: &str) -> Result<u8, Failure> {
 pub(crate) fn export(cli: &Globals) -> Result<u8, Failure> {
     let coral = open(cli)?;
     let mut out = std::io::stdout().lock();
-    for m in coral.export() {
+    for m in coral.export()? {
         serde_json::to_writer(&mut out, &m)?;
         out.write_all(b"\n")?;
     }
@@ -185,20 +185,31 @@ pub(crate) fn stats(cli: &Globals) -> Result<u8, Failure> {
         if let Some(why) = &stats.vectors_disabled {
             outln!("vectors not scored: {why}");
         }
-        outln!(
-            "disk: {} bytes ({} data + {} vectors){}",
-            disk.total_bytes,
-            disk.data_bytes,
-            disk.projected_vector_bytes,
-            disk.ratio
-                .map(|r| format!(", {:.0}% of the budget", r * 100.0))
-                .unwrap_or_default()
-        );
-        outln!(
-            "journal: {} bytes since checkpoint {}",
-            stats.journal_bytes,
-            stats.generation
-        );
+        if let Some(tenant) = &stats.tenant {
+            outln!(
+                "backend: {} (tenant {})",
+                stats.backend,
+                coral::echo(tenant)
+            );
+        } else {
+            outln!(
+                "disk: {} bytes ({} data + {} vectors){}",
+                disk.total_bytes,
+                disk.data_bytes,
+                disk.projected_vector_bytes,
+                disk.ratio
+                    .map(|r| format!(", {:.0}% of the budget", r * 100.0))
+                    .unwrap_or_default()
+            );
+            outln!(
+                "journal: {} bytes since checkpoint {}",
+                stats.journal_bytes,
+                stats.generation
+            );
+        }
+        if let Some(why) = &stats.backend_error {
+            outln!("backend error: {why}");
+        }
         if stats.skipped_lines > 0 {
             outln!("skipped lines kept in files: {}", stats.skipped_lines);
         }

@@ -11,7 +11,7 @@ use super::session::{finish, load_config, open};
 /// `coral report`: the health report.
 pub(crate) fn report(cli: &Globals) -> Result<u8, Failure> {
     let coral = open(cli)?;
-    let report = coral.report();
+    let report = coral.report()?;
     if cli.json {
         print_json(&serde_json::to_value(&report)?);
     } else {
@@ -71,7 +71,7 @@ pub(crate) fn govern(cli: &Globals, confirm: bool) -> Result<u8, Failure> {
             );
         }
     } else {
-        let (preview, held) = coral.removal_preview();
+        let (preview, held) = coral.removal_preview()?;
         if cli.json {
             print_json(&json!({"preview": preview, "held": held}));
         } else {

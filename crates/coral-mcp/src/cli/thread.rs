@@ -2,12 +2,14 @@
 //!
 //! These commands open only the threads file, never the memory store: they need no data
 //! directory lock, so they work while an MCP server runs on the same directory, and several
-//! can run at once (the threads file has its own lock-file protocol).
+//! can run at once (the threads file has its own lock-file protocol). With
+//! `storage.backend = "postgres"` the threads are in the database, and the commands go
+//! through `Coral` (docs/postgres.md).
 
 use coral_mcp::errln;
 
 use clap::Subcommand;
-use coral::{Config, StepView, ThreadStatusReport, ThreadStore, ThreadView};
+use coral::{Config, Coral, StepView, ThreadStatusReport, ThreadStore, ThreadView};
 use serde_json::{Map, Value, json};
 
 use super::failure::{Failure, usage};
@@ -89,11 +91,96 @@ pub enum ThreadCommand {
     },
 }
 
-fn open(cli: &Globals, command: &ThreadCommand) -> Result<ThreadStore, Failure> {
+/// Where the threads are: the threads file, or the database behind a `Coral`.
+enum Threads {
+    File(ThreadStore),
+    Database(Box<Coral>),
+}
+
+impl Threads {
+    fn create(
+        &self,
+        title: &str,
+        summary: Option<&str>,
+        parent: Option<&str>,
+        by: Option<&str>,
+    ) -> coral::Result<ThreadView> {
+        match self {
+            Threads::File(t) => Ok(t.create(title, summary, parent, by)?),
+            Threads::Database(c) => c.thread_create(title, summary, parent, by),
+        }
+    }
+
+    fn status(
+        &self,
+        id: Option<&str>,
+        all: bool,
+        query: Option<&str>,
+    ) -> coral::Result<ThreadStatusReport> {
+        match self {
+            Threads::File(t) => Ok(t.status(id, all, query)?),
+            Threads::Database(c) => c.thread_status(id, all, query),
+        }
+    }
+
+    fn advance(
+        &self,
+        id: &str,
+        note: &str,
+        done: Option<bool>,
+        by: Option<&str>,
+    ) -> coral::Result<ThreadView> {
+        match self {
+            Threads::File(t) => Ok(t.advance(id, note, done, by)?),
+            Threads::Database(c) => c.thread_advance(id, note, done, by),
+        }
+    }
+
+    fn interrupt(&self, id: &str, reason: Option<&str>) -> coral::Result<ThreadView> {
+        match self {
+            Threads::File(t) => Ok(t.interrupt(id, reason)?),
+            Threads::Database(c) => c.thread_interrupt(id, reason),
+        }
+    }
+
+    fn archive(&self, id: &str) -> coral::Result<ThreadView> {
+        match self {
+            Threads::File(t) => Ok(t.archive(id)?),
+            Threads::Database(c) => c.thread_archive(id),
+        }
+    }
+
+    fn resume(&self, id: &str) -> coral::Result<ThreadView> {
+        match self {
+            Threads::File(t) => Ok(t.resume(id)?),
+            Threads::Database(c) => c.thread_resume(id),
+        }
+    }
+
+    fn link(&self, child: &str, parent: &str) -> coral::Result<()> {
+        match self {
+            Threads::File(t) => Ok(t.link(child, parent)?),
+            Threads::Database(c) => c.thread_link(child, parent),
+        }
+    }
+
+    /// Rewrites the threads file (the database has nothing to write).
+    fn flush(&self) -> Option<(coral::ThreadError, std::path::PathBuf)> {
+        match self {
+            Threads::File(t) => t.flush().err().map(|e| (e, t.path().to_path_buf())),
+            Threads::Database(_) => None,
+        }
+    }
+}
+
+fn open(cli: &Globals, command: &ThreadCommand) -> Result<Threads, Failure> {
     let path = Config::resolve_path(cli.config.as_deref());
     let mut loaded = Config::load(&path)?;
     if let Some(dir) = &cli.data_dir {
         loaded.config.data_dir_override = Some(dir.clone());
+    }
+    if loaded.config.storage.backend() == coral::StorageBackend::Postgres {
+        return Ok(Threads::Database(Box::new(super::session::open(cli)?)));
     }
     if !cli.quiet {
         for w in &loaded.warnings {
@@ -120,7 +207,7 @@ fn open(cli: &Globals, command: &ThreadCommand) -> Result<ThreadStore, Failure> 
             errln!("coral: {r}");
         }
     }
-    Ok(threads)
+    Ok(Threads::File(threads))
 }
 
 /// Run one `coral thread` command.
@@ -225,7 +312,7 @@ pub fn run(cli: &Globals, command: &ThreadCommand) -> Result<u8, Failure> {
     // The threads file is rewritten here. Every change above is already in the journal
     // (acknowledged), so a failed rewrite is not a failure of the command: the next process
     // that opens the threads replays the journal into the file.
-    if let Err(e) = threads.flush()
+    if let Some((e, path)) = threads.flush()
         && !cli.quiet
     {
         if matches!(command, ThreadCommand::Status { .. }) {
@@ -233,13 +320,13 @@ pub fn run(cli: &Globals, command: &ThreadCommand) -> Result<u8, Failure> {
             errln!(
                 "coral: nothing was recorded: {e}; the steps shown include ended processes' \
                  journals, which stay until a process can write {}",
-                threads.path().display()
+                path.display()
             );
         } else {
             errln!(
                 "coral: {} was not rewritten yet: {e}; the changes are in the thread journal \
                  and the next process to open the threads writes them",
-                threads.path().display()
+                path.display()
             );
         }
     }
@@ -252,15 +339,13 @@ pub fn run(cli: &Globals, command: &ThreadCommand) -> Result<u8, Failure> {
 /// being killed. Rewrites of the threads file are coalesced as in a server; it is rewritten
 /// before the command exits.
 fn advance_stream(
-    threads: &ThreadStore,
+    threads: &Threads,
     thread_id: &str,
     done: Option<bool>,
     by: Option<&str>,
 ) -> Result<u8, Failure> {
     let failures = ack_lines(|text| {
-        let t = threads
-            .advance(thread_id, text, done, by)
-            .map_err(coral::Error::from)?;
+        let t = threads.advance(thread_id, text, done, by)?;
         Ok(match t.steps.last() {
             Some(s) => json!({"ok": true, "thread_id": t.thread_id, "step_id": s.step_id,
                               "seq": s.seq, "done": s.done}),

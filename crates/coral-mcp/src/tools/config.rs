@@ -97,7 +97,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
 /// histogram as `{last_14_days: {date: n}, earlier, total}`, the eviction preview with
 /// `location` and `days_old`, heat to 4 places; Coral's own fields beside them.
 fn report(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
-    let report = coral.report();
+    let report = coral.report()?;
     let now = coral::unix_now();
     let total = report.stats.total;
     let last_14: Map<String, Value> = report

@@ -221,11 +221,31 @@ fn memory_flush(coral: &Coral, _: &Args) -> Result<Value, ToolError> {
 
 fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
     let id = args.str("item_id").unwrap_or_default();
-    if coral.delete(id)? {
+    if !coral.delete(id)? {
+        return Err(ToolError::Refused(json!({
+            "ok": false,
+            "item_id": id,
+            "message": "not found",
+            "error": format!(
+                "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
+                coral::echo(id)
+            ),
+        })));
+    }
+    let (gone, removal) = if coral.backend() == "postgres" {
+        // One committed transaction removed its rows (docs/postgres.md, "Writes and
+        // duplicates"): no journal or file holds it.
+        (
+            true,
+            "deleted from the database in one transaction (the server's own backups and \
+             write-ahead log may still hold it) / 已从数据库删除"
+                .to_string(),
+        )
+    } else {
         // The journal still holds the text (its put record) until a checkpoint rewrites the
         // memory files without it and starts a new journal: run that now, and say whether it
         // worked (docs/timeline.md, "Forgetting").
-        let (gone, removal) = match coral.flush() {
+        match coral.flush() {
             Ok(()) => (
                 true,
                 "checkpointed: its text is no longer in the memory files or the journal (earlier \
@@ -239,25 +259,15 @@ fn memory_delete(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
                      (memory_flush, or the next automatic one): {e}"
                 ),
             ),
-        };
-        Ok(json!({
-            "ok": true,
-            "item_id": id,
-            "message": "deleted / 已删除",
-            "physically_removed": gone,
-            "removal": removal,
-        }))
-    } else {
-        Err(ToolError::Refused(json!({
-            "ok": false,
-            "item_id": id,
-            "message": "not found",
-            "error": format!(
-                "no memory with item_id {}; search first to get a valid id / 未找到该记忆",
-                coral::echo(id)
-            ),
-        })))
-    }
+        }
+    };
+    Ok(json!({
+        "ok": true,
+        "item_id": id,
+        "message": "deleted / 已删除",
+        "physically_removed": gone,
+        "removal": removal,
+    }))
 }
 
 fn memory_mark_important(coral: &Coral, args: &Args) -> Result<Value, ToolError> {

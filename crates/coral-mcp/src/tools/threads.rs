@@ -191,7 +191,7 @@ fn round_times(value: &mut Value) {
 }
 
 fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.threads().create(
+    ok_thread(coral.thread_create(
         args.str("title").unwrap_or_default(),
         args.str("summary"),
         args.str("parent_thread_id"),
@@ -200,13 +200,13 @@ fn thread_create(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    let report = match coral.threads().status(
+    let report = match coral.thread_status(
         args.str("thread_id"),
         args.bool("include_archived").unwrap_or(false),
         args.str("query"),
     ) {
         // As the original: asking about an id no thread has is an empty answer, not an error.
-        Err(coral::ThreadError::NotFound(_)) => {
+        Err(coral::Error::ThreadNotFound(_)) => {
             return Ok(json!({"ok": true, "count": 0, "thread": null}));
         }
         other => other?,
@@ -220,7 +220,7 @@ fn thread_status(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_advance(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.threads().advance(
+    ok_thread(coral.thread_advance(
         args.str("thread_id").unwrap_or_default(),
         args.str("note").unwrap_or_default(),
         args.bool("done"),
@@ -229,30 +229,22 @@ fn thread_advance(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
 }
 
 fn thread_interrupt(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(coral.threads().interrupt(
+    ok_thread(coral.thread_interrupt(
         args.str("thread_id").unwrap_or_default(),
         args.str("reason"),
     )?)
 }
 
 fn thread_archive(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(
-        coral
-            .threads()
-            .archive(args.str("thread_id").unwrap_or_default())?,
-    )
+    ok_thread(coral.thread_archive(args.str("thread_id").unwrap_or_default())?)
 }
 
 fn thread_resume(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    ok_thread(
-        coral
-            .threads()
-            .resume(args.str("thread_id").unwrap_or_default())?,
-    )
+    ok_thread(coral.thread_resume(args.str("thread_id").unwrap_or_default())?)
 }
 
 fn thread_link(coral: &Coral, args: &Args) -> Result<Value, ToolError> {
-    coral.threads().link(
+    coral.thread_link(
         args.str("child_id").unwrap_or_default(),
         args.str("parent_id").unwrap_or_default(),
     )?;

@@ -314,7 +314,7 @@ mod tests {
         let coral =
             Coral::open_with(config(dir, mode), Arc::new(HashEmbedder::new(64).unwrap())).unwrap();
         if mode != "weighted" {
-            coral.engine.lock_raw().door.keywords();
+            coral.engine().lock_raw().door.keywords();
         }
         coral
     }
@@ -343,7 +343,7 @@ mod tests {
     /// The index kept up to date by the mutation paths equals one built fresh from the pool,
     /// and no repair was needed to get there.
     fn assert_fresh(coral: &Coral) {
-        let engine = coral.engine.lock_raw();
+        let engine = coral.engine().lock_raw();
         let pool = engine.door.view().pool();
         let kept = engine
             .door
@@ -477,7 +477,7 @@ mod tests {
         // A change that skips the door is caught by the fingerprint and repaired.
         let id = found[0].0.clone();
         {
-            let mut engine = a.engine.lock_raw();
+            let mut engine = a.engine().lock_raw();
             engine
                 .door
                 .commit_bypassing_indexes(vec![Record::Delete { id }])
@@ -486,7 +486,7 @@ mod tests {
             assert!(!engine.door.keyword_index().unwrap().matches(pool));
         }
         assert!(search(&a, "冲浪", 5).is_empty());
-        let engine = a.engine.lock_raw();
+        let engine = a.engine().lock_raw();
         let kept = engine.door.keyword_index().unwrap();
         assert_eq!(kept.reconciled, 1);
         assert_eq!(
@@ -500,7 +500,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let coral = open(dir.path(), "weighted");
         insert(&coral, "用户喜欢喝冰镇拿铁咖啡", 1.0);
-        assert!(coral.engine.lock_raw().door.keyword_index().is_none());
+        assert!(coral.engine().lock_raw().door.keyword_index().is_none());
         let mut rrf = coral.config().as_ref().clone();
         rrf.retrieval.mode = RetrievalMode::Rrf;
         coral.set_config(rrf).unwrap();
@@ -510,6 +510,6 @@ mod tests {
         weighted.retrieval.mode = RetrievalMode::Weighted;
         coral.set_config(weighted).unwrap();
         search(&coral, "拿铁", 1);
-        assert!(coral.engine.lock_raw().door.keyword_index().is_none());
+        assert!(coral.engine().lock_raw().door.keyword_index().is_none());
     }
 }

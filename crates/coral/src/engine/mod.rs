@@ -25,6 +25,8 @@ mod token_sets;
 pub(crate) mod vector_index;
 pub(crate) mod vectors;
 
+pub(crate) use search_rrf::RRF_DEPTH;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

@@ -2,7 +2,6 @@
 //! fusion in `search_hybrid`, the original's weighted formula in one scoring pass here, rank
 //! fusion in `search_rrf`), then count each returned hit for heat.
 
-use coral_embed::text_features;
 use coral_score::{Query, Weights, scan};
 use coral_store::Record;
 use roaring::RoaringBitmap;
@@ -12,8 +11,8 @@ use super::search_hybrid::HybridQuery;
 use super::search_rrf::{Fused, RrfQuery};
 use super::vector_index::AnnUse;
 use crate::config::RetrievalMode;
-use crate::error::{Error, Result};
-use crate::limits::{MAX_TOP_K, check_text, check_unix_time, unix_now};
+use crate::error::Result;
+use crate::prepare::question;
 use crate::types::{Scores, SearchHit, SearchOptions};
 
 impl Engine {
@@ -42,43 +41,19 @@ impl Engine {
         options: SearchOptions,
         count: bool,
     ) -> Result<Vec<SearchHit>> {
-        check_text("query", query)?;
         self.refresh_config();
         let config = self.config();
-        let k = options.top_k.unwrap_or(config.retrieval.top_k);
-        if k == 0 || k > MAX_TOP_K {
-            return Err(Error::InvalidInput(format!(
-                "top_k must be from 1 to {MAX_TOP_K}, got {k}"
-            )));
-        }
-        let min_score = options.min_score.unwrap_or(config.retrieval.min_score);
-        if min_score.is_nan() {
-            return Err(Error::InvalidInput("min_score is not a number".into()));
-        }
-        let now = options.now.unwrap_or_else(unix_now);
-        check_unix_time("now", now)?;
-        let zone = coral_timeline::parse_zone(
-            options
-                .timezone
-                .as_deref()
-                .unwrap_or(&config.timeline.timezone),
-        )
-        .map_err(Error::InvalidInput)?;
-        let features = text_features(query);
-        let mode = config.retrieval.mode;
-        let keywords = (mode != RetrievalMode::Weighted)
-            .then(|| coral_score::search_query(query, config.retrieval.bm25_last_line_boost));
-        let hybrid = config
-            .retrieval
-            .hybrid
-            .params_for(self.embedder.name(), query);
-        // Embedded even when the vector ranking has no weight: hits report their cosine.
-        let vector = self.embedder.embed(&[query])?.pop().unwrap_or_default();
-        let project = options
-            .project
-            .as_deref()
-            .map(str::trim)
-            .filter(|p| !p.is_empty());
+        let asked = question(&config, self.embedder.as_ref(), query, &options)?;
+        let (k, min_score, now, features, mode) = (
+            asked.k,
+            asked.min_score,
+            asked.now,
+            &asked.features,
+            asked.mode,
+        );
+        let keywords = &asked.keywords;
+        let vector = &asked.vector;
+        let project = asked.project.as_deref();
 
         let mut engine = self.lock();
         if mode == RetrievalMode::Weighted {
@@ -114,9 +89,9 @@ impl Engine {
                 vector,
                 bitmap: &features.bitmap,
                 keywords,
-                question: coral_score::content_lines(query).nth(1).is_none(),
-                params: hybrid,
-                window: coral_score::time_window(query, now, zone),
+                question: asked.question,
+                params: asked.hybrid,
+                window: asked.window,
                 heat: config.heat.params(),
                 now,
                 tau_days: r.tau_days,

@@ -18,16 +18,17 @@
 //! the search's). Items in that window are candidates even when nothing else matched.
 //! `retrieval.min_score` applies to the score; ties rank the newer item first, then by id.
 
-use coral_heat::{HeatParams, heat};
+use coral_heat::HeatParams;
 use coral_score::{
-    BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Scored, Spread, TimeWindow, TopK,
-    bitmap_jaccard, dot, fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
+    BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Spread, TimeWindow, bitmap_jaccard,
+    dot, fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
 };
 use roaring::RoaringBitmap;
 
 use super::State;
 use super::search_rrf::{Fused, RRF_DEPTH};
 use super::vector_index::AnnUse;
+use crate::rank::{Candidate, Priors, rank};
 use crate::types::Scores;
 
 /// What a hybrid search looks for.
@@ -204,41 +205,22 @@ impl State {
             fused.extend(inside.into_iter().take(depth).map(|r| (r, 0.0)));
         }
 
-        let mut top = TopK::new(query.k);
-        for (row, relevance) in fused {
-            let r = row as usize;
-            let item = pool.item(row);
-            let boosted = match query.boost {
-                Some((project, amount)) if in_project(item, project) => relevance * (1.0 + amount),
-                _ => relevance,
-            };
-            let recency = time_decay(query.now - pool.timestamps()[r], query.tau_days);
-            let warmth = heat(
-                item.access_count,
-                item.last_access,
-                item.importance,
-                query.now,
-                &query.heat,
-                None,
-            );
-            let prior = 0.5 * (recency + warmth.clamp(0.0, 1.0));
-            let fit = query
-                .window
-                .as_ref()
-                .map_or(0.0, |w| w.preference(pool.timestamps()[r]));
-            let score = p.score(boosted, prior, fit);
-            if score >= query.min_score {
-                let hit = Scored {
-                    row,
-                    score,
-                    vector: 0.0,
-                    jaccard: 0.0,
-                    time: 0.0,
-                };
-                top.push_keyed(hit, pool.timestamps()[r], pool.tiebreaks()[r]);
-            }
-        }
-        top.into_sorted_vec()
+        let priors = Priors {
+            params: p,
+            boost: query.boost,
+            window: query.window.as_ref(),
+            heat: &query.heat,
+            now: query.now,
+            tau_days: query.tau_days,
+            min_score: query.min_score,
+            k: query.k,
+        };
+        let row_of = |row: u32| Candidate {
+            item: pool.item(row),
+            timestamp: pool.timestamps()[row as usize],
+            tiebreak: pool.tiebreaks()[row as usize],
+        };
+        rank(fused, row_of, &priors)
             .into_iter()
             .map(|hit| {
                 let r = hit.row as usize;
@@ -260,9 +242,4 @@ impl State {
             })
             .collect()
     }
-}
-
-/// Whether a search of `project` boosts `item`: the project's own items and shared ones.
-pub(crate) fn in_project(item: &coral_store::Item, project: &str) -> bool {
-    item.project.as_deref().is_none_or(|p| p == project)
 }

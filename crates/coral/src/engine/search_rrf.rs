@@ -144,7 +144,7 @@ impl State {
         let mut top = TopK::new(query.k);
         for (row, mut score) in fused {
             if let Some((project, amount)) = query.boost
-                && super::search_hybrid::in_project(pool.item(row), project)
+                && crate::rank::in_project(pool.item(row), project)
             {
                 score *= 1.0 + amount;
             }

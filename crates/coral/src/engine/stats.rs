@@ -14,6 +14,9 @@ impl Engine {
         let total = store.pool().len();
         let reloader = self.config.reloader();
         Stats {
+            backend: "local".into(),
+            tenant: None,
+            backend_error: None,
             hot: counts.hot,
             warm: counts.warm,
             cold: counts.cold,

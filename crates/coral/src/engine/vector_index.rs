@@ -659,7 +659,7 @@ mod tests {
     /// The index kept up to date equals one built fresh from the pool, rows included, and no
     /// repair was needed.
     fn assert_fresh(coral: &Coral) {
-        let engine = coral.engine.lock_raw();
+        let engine = coral.engine().lock_raw();
         let pool = engine.door.view().pool();
         let kept = engine.door.vector_index().expect("an index");
         assert_eq!(kept.reconciled, 0, "a change bypassed the commit door");
@@ -700,7 +700,7 @@ mod tests {
         // Another process writes and deletes; this one follows at its next call.
         let other = open(dir.path());
         let x = insert(&other, "written by another process about sailing 帆船");
-        let present = coral.export()[0].item.item_id.clone();
+        let present = coral.export().unwrap()[0].item.item_id.clone();
         assert!(other.delete(&present).unwrap());
         search(&coral, "帆船");
         assert_fresh(&coral);

@@ -159,7 +159,7 @@ fn capture_memory(
     } else {
         text.clone()
     };
-    if coral.get(&coral::item_id(&stored)).is_some() {
+    if coral.get(&coral::item_id(&stored))?.is_some() {
         return Ok(false);
     }
     let at = x.answer_at.or(x.prompt_at);

@@ -17,7 +17,7 @@ pub fn snapshot(
     project: Option<&str>,
 ) -> coral::Result<Option<String>> {
     let mut pinned: Vec<Memory> = coral
-        .export()
+        .export()?
         .into_iter()
         .filter(|m| m.item.importance >= hooks.snapshot_min_importance)
         .filter(|m| match (project, m.item.project.as_deref()) {
@@ -34,7 +34,7 @@ pub fn snapshot(
             .then_with(|| a.item.item_id.cmp(&b.item.item_id))
     });
     pinned.truncate(hooks.snapshot_max_memories);
-    let report = coral.threads().status(None, false, None)?;
+    let report = coral.thread_status(None, false, None)?;
     let mut threads: Vec<&ThreadView> = report
         .views()
         .into_iter()
