@@ -282,6 +282,7 @@ impl Pool {
             .par_iter()
             .map(|(_, item, _)| features(&item.content))
             .collect();
+        coral_base::probe::mark("open: bitmaps computed");
         self.items.reserve(entries.len());
         self.vectors.reserve(entries.len() * self.dim);
         for ((tier, item, vector), bitmap) in entries.into_iter().zip(bitmaps) {

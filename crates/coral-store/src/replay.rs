@@ -95,6 +95,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
         })
         .collect();
     pool.bulk_load(entries);
+    coral_base::probe::mark("open: pool loaded");
 
     let wal_bytes = match std::fs::read(&paths.wal) {
         Ok(b) => b,
@@ -121,6 +122,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
             ));
         }
     }
+    coral_base::probe::mark("open: journal read");
     let mut generation = 0;
     let mut replayed = 0usize;
     for record in scan.records {
@@ -131,6 +133,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
             apply(&mut pool, record);
         }
     }
+    coral_base::probe::mark("open: journal replayed");
     if replayed > 0 {
         notes.push(format!("replayed {replayed} journal record(s)"));
     }

@@ -29,9 +29,11 @@ impl Snapshot {
     /// Vectors of another dim than `dim`, or an index that does not match the matrix, are
     /// reported and treated as missing.
     pub fn read(paths: &StorePaths, dim: usize) -> Result<Snapshot> {
+        coral_base::probe::mark("open: start");
         let hot = files::read_item_array(&paths.hot)?;
         let warm = files::read_item_array(&paths.warm)?;
         let cold = files::read_item_lines(&paths.cold)?;
+        coral_base::probe::mark("open: item files read and parsed");
         let mut notes = Vec::new();
         let meta = match crate::item_meta::read(&paths.item_meta) {
             Ok(meta) => meta.unwrap_or_default(),
@@ -84,7 +86,9 @@ impl Snapshot {
                 s.reason
             ));
         }
+        coral_base::probe::mark("open: items merged");
         let (matrix, vectors) = read_vectors(paths, dim, &seen, &mut notes);
+        coral_base::probe::mark("open: vectors read and checked");
         Ok(Snapshot {
             items,
             vectors,
@@ -118,6 +122,7 @@ fn read_vectors(
             return none;
         }
     };
+    coral_base::probe::mark("open: vector index read");
     let matrix = match npy::read(&paths.vectors) {
         Ok(m) => m,
         Err(e) => {
@@ -144,6 +149,7 @@ fn read_vectors(
         ));
         return none;
     }
+    coral_base::probe::mark("open: npy read");
     let sums = match sums::read(&paths.sums) {
         sums::Read::Found(s) => Some(s),
         sums::Read::Missing => None,

@@ -605,7 +605,9 @@ impl Store {
             }
             (ids.len(), ids, std::borrow::Cow::Owned(data))
         };
+        coral_base::probe::mark("checkpoint: start");
         files::write_atomic(&self.paths.vectors, &npy::encode(rows, dim, &data), sync)?;
+        coral_base::probe::mark("checkpoint: npy written");
         files::write_atomic(
             &self.paths.index,
             &files::encode_index(ids.iter().copied()),
@@ -616,6 +618,7 @@ impl Store {
             .enumerate()
             .map(|(r, id)| (*id, &data[r * dim..(r + 1) * dim]));
         files::write_atomic(&self.paths.sums, &sums::encode(rows_of), sync)?;
+        coral_base::probe::mark("checkpoint: index and sums written");
         // Coral's own attributes first: hot marks and project tags for the entries the data
         // files are about to hold (a crash after this leaves marks for the old files, which
         // name only ids that are still there or get replayed from the journal).
@@ -651,6 +654,7 @@ impl Store {
             ),
             sync,
         )?;
+        coral_base::probe::mark("checkpoint: meta and cold written");
         let mut kept = self.skipped[Tier::Warm.index()].clone();
         kept.extend(self.skipped[Tier::Hot.index()].iter().cloned());
         files::write_atomic(
@@ -658,6 +662,7 @@ impl Store {
             &files::encode_item_array(sorted(&[Tier::Hot, Tier::Warm]).into_iter(), &kept),
             sync,
         )?;
+        coral_base::probe::mark("checkpoint: warm written");
         match std::fs::remove_file(&self.paths.hot) {
             Ok(()) => {
                 if sync {

@@ -169,8 +169,10 @@ impl Engine {
         // The keyword index is built by the first hybrid or rrf search, so a process that only
         // inserts or reads stats (most CLI calls) never pays for it: at 15,300 memories it made
         // `cargo xtask stress-20k`'s reopen 0.47 s instead of 0.2 s.
+        coral_base::probe::mark("open: store open");
         let mut door = Door::new(store);
         let vectors_disabled = vectors::reconcile(&mut door, embedder.as_ref(), &mut notices)?;
+        coral_base::probe::mark("open: vectors reconciled");
         let engine = Engine {
             state: Mutex::new(State {
                 door,
