@@ -90,11 +90,12 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
     let entries = items
         .into_iter()
         .map(|(tier, item)| {
-            let v = vectors.get(&item.item_id).map(|&r| matrix.row(r));
+            let v = vectors.get(&item.item_id).copied();
             (tier, item, v)
         })
         .collect();
-    pool.bulk_load(entries);
+    drop(vectors);
+    pool.bulk_load(entries, matrix);
     coral_base::probe::mark("open: pool loaded");
 
     let wal_bytes = match std::fs::read(&paths.wal) {

@@ -14,6 +14,7 @@ mod import;
 mod insert;
 mod keyword_index;
 mod lifecycle;
+mod pool_rows;
 pub(crate) mod quota;
 mod reconfigure;
 pub(crate) mod reembed;
@@ -172,6 +173,7 @@ impl Engine {
         coral_base::probe::mark("open: store open");
         let mut door = Door::new(store);
         let vectors_disabled = vectors::reconcile(&mut door, embedder.as_ref(), &mut notices)?;
+        door.keep_vector_form(config.retrieval.ann_threshold);
         coral_base::probe::mark("open: vectors reconciled");
         let engine = Engine {
             state: Mutex::new(State {

@@ -21,7 +21,7 @@
 use coral_heat::{HeatParams, heat};
 use coral_score::{
     BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Scored, Spread, TimeWindow, TopK,
-    bitmap_jaccard, dot, fuse_hybrid, rank_lists, time_decay, with_neighbours,
+    bitmap_jaccard, fuse_hybrid, rank_lists, time_decay, with_neighbours,
 };
 use roaring::RoaringBitmap;
 
@@ -117,13 +117,7 @@ impl State {
                 }
             }
             (Some(v), None) => rank_lists(
-                &coral_score::ScanRows {
-                    dim: pool.dim(),
-                    vectors: pool.vectors(),
-                    bitmaps: pool.bitmaps(),
-                    timestamps: pool.timestamps(),
-                    tiebreak: pool.tiebreaks(),
-                },
+                &super::pool_rows::scan_rows(pool),
                 &ListQuery {
                     vector: Some(v),
                     bitmap: &empty,
@@ -226,7 +220,7 @@ impl State {
                 let cosine = query
                     .vector
                     .filter(|v| v.len() == pool.dim())
-                    .map_or(0.0, |q| f64::from(dot(q, pool.vector(hit.row))));
+                    .map_or(0.0, |q| f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row))));
                 Fused {
                     row: hit.row,
                     score: hit.score,

@@ -25,8 +25,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use coral_ann::{AnnIndex, Filter, Params, Query, SparseIndex};
-use coral_score::{Scored, Spread, TopK, dot};
+use coral_score::{Scored, Spread, TopK};
 use coral_store::Pool;
+
+use super::pool_rows::row_dot;
 use roaring::RoaringBitmap;
 
 /// The file beside the data.
@@ -43,11 +45,12 @@ const SPREAD_SAMPLES: u64 = 2048;
 /// visits about as many (docs/ann.md, "Filters").
 pub(crate) const EXACT_SHARE: f64 = 0.05;
 
-/// The pool is indexed sparsely when at most this share of its vectors' components is
-/// non-zero. The walk reads about `density² · dim` entries per vector where a scan reads
-/// `dim` values; at 1M hash vectors of 384 dims the density measured 0.067 (docs/ann.md,
-/// "Which path"), while dense model vectors have density 1.
-pub(crate) const SPARSE_DENSITY: f64 = 0.25;
+/// The pool is indexed sparsely (and its vectors held sparse, `coral_store::Pool::set_compact`)
+/// when at most this share of its vectors' components is non-zero. The walk reads about
+/// `density² · dim` entries per vector where a scan reads `dim` values; at 1M hash vectors of
+/// 384 dims the density measured 0.067 (docs/ann.md, "Which path"), while dense model vectors
+/// have density 1. One value with the store's, which loads a large sparse pool compact.
+pub(crate) use coral_store::SPARSE_DENSITY;
 
 /// Rows sampled to measure the density of the pool's vectors.
 const DENSITY_SAMPLES: u64 = 4096;
@@ -107,7 +110,7 @@ pub(crate) fn pool_density(pool: &Pool) -> Option<f64> {
         if pool.missing_vectors().contains(row) {
             continue;
         }
-        let v = pool.vector(row);
+        let v = pool.vector(row).to_dense(pool.dim());
         nonzero += v.iter().filter(|x| **x != 0.0).count();
         seen += v.len();
     }
@@ -258,10 +261,10 @@ impl VectorIndex {
             self.ann.remove(slot);
             return 0;
         }
-        let v = pool.vector(row);
+        let v = pool.vector(row).to_dense(pool.dim());
         // The dimension is the pool's, so this cannot fail.
-        let _ = self.ann.insert(slot, v);
-        vector_sum(v)
+        let _ = self.ann.insert(slot, &v);
+        vector_sum(&v)
     }
 
     fn remove(&mut self, id: &str) -> Option<u32> {
@@ -285,7 +288,7 @@ impl VectorIndex {
                     let sum = if missing {
                         0
                     } else {
-                        vector_sum(pool.vector(row))
+                        vector_sum(&pool.vector(row).to_dense(pool.dim()))
                     };
                     let Some(doc) = self.docs[slot as usize].as_mut() else {
                         continue;
@@ -346,7 +349,7 @@ impl VectorIndex {
                     let sum = if missing {
                         0
                     } else {
-                        vector_sum(pool.vector(row))
+                        vector_sum(&pool.vector(row).to_dense(pool.dim()))
                     };
                     let Some(doc) = self.docs[slot as usize].as_mut() else {
                         continue;
@@ -402,7 +405,7 @@ impl VectorIndex {
         allow: Option<&RoaringBitmap>,
     ) -> (Vec<Scored>, Spread) {
         let exact = |slot: u32| match self.row_of(pool, slot) {
-            Some(r) => dot(query, pool.vector(r)),
+            Some(r) => row_dot(query, pool.vector(r)),
             None => f32::NEG_INFINITY,
         };
         let accept = |slot: u32| {
@@ -585,7 +588,7 @@ fn sample_spread(pool: &Pool, query: &[f32], allow: Option<&RoaringBitmap>) -> S
             None => nth,
         };
         if (row as usize) < pool.len() {
-            spread.add(f64::from(dot(query, pool.vector(row))));
+            spread.add(f64::from(row_dot(query, pool.vector(row))));
         }
     }
     spread

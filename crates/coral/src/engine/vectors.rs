@@ -119,7 +119,7 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
     let pool = store.pool();
     let rows: Vec<u32> = sample_rows(store, SAMPLE)
         .into_iter()
-        .filter(|&r| pool.vector(r).iter().any(|&x| x != 0.0))
+        .filter(|&r| !pool.vector(r).is_zero())
         .collect();
     if rows.is_empty() {
         return Ok(embedder.name().to_string());
@@ -132,7 +132,7 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
         let sum: f64 = rows
             .iter()
             .zip(vectors)
-            .map(|(&r, v)| cosine(pool.vector(r), v))
+            .map(|(&r, v)| cosine(&pool.vector(r).to_dense(pool.dim()), v))
             .sum();
         sum / rows.len() as f64
     };
@@ -159,7 +159,7 @@ pub(crate) fn snapshot_matches(
     if let Some(meta) = read_meta(&vector_meta_path(&paths.vectors)) {
         return Ok(meta.embedder == embedder.name());
     }
-    let sample: Vec<(&str, &[f32])> = snapshot
+    let sample: Vec<(&str, std::borrow::Cow<'_, [f32]>)> = snapshot
         .items
         .iter()
         .filter_map(|(_, item)| {
