@@ -1,6 +1,6 @@
 //! Rows of a pool held sparse (a span of component numbers and values per row) and their dot
-//! product with a dense query, for pools that keep their hash vectors compact (docs/ann.md,
-//! "Memory").
+//! product with a dense query, equal to the dense product, for pools that keep their hash
+//! vectors compact (docs/ann.md, "Memory").
 
 /// Sparse rows, borrowed: row `r`'s non-zero components are
 /// `components[s..s + n]` with values `values[s..s + n]`, where `(s, n) = spans[r]`.
@@ -34,22 +34,38 @@ impl SparseVectors<'_> {
     }
 }
 
-/// Dot product of a dense `query` with a sparse vector, summed in f64 and rounded once, as
-/// [`crate::dot`] does (each f32 product is exact in f64, so the two differ only by the order
-/// of the additions).
+/// Dot product of a dense `query` with a sparse vector, equal bit for bit to [`crate::dot`]
+/// of the query with the vector made dense: the row is scattered into a per-thread scratch row
+/// of zeros (and cleared again after), so the sum is simsimd's, in simsimd's order. A pool's
+/// results therefore do not depend on the form it holds its vectors in. Components beyond the
+/// query are ignored, as `dot` ignores values beyond the shorter slice.
 ///
 /// ```
 /// assert_eq!(coral_score::sparse_dot(&[1.0, 2.0, 3.0], &[0, 2], &[4.0, 6.0]), 22.0);
 /// ```
-#[inline]
 pub fn sparse_dot(query: &[f32], components: &[u16], values: &[f32]) -> f32 {
-    let mut sum = 0f64;
-    for (&c, &v) in components.iter().zip(values) {
-        if let Some(&q) = query.get(c as usize) {
-            sum += f64::from(q) * f64::from(v);
-        }
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    sum as f32
+    SCRATCH.with(|scratch| {
+        let mut row = scratch.borrow_mut();
+        if row.len() < query.len() {
+            row.resize(query.len(), 0.0);
+        }
+        let row = &mut row[..query.len()];
+        for (&c, &v) in components.iter().zip(values) {
+            if let Some(slot) = row.get_mut(c as usize) {
+                *slot = v;
+            }
+        }
+        let d = crate::dot(query, row);
+        for &c in components {
+            if let Some(slot) = row.get_mut(c as usize) {
+                *slot = 0.0;
+            }
+        }
+        d
+    })
 }
 
 #[cfg(test)]
@@ -57,7 +73,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn agrees_with_the_dense_product() {
+    fn equals_the_dense_product_bit_for_bit() {
         let dim = 384;
         let mut h = 7u64;
         let mut next = || {
@@ -80,7 +96,12 @@ mod tests {
             }
             let dense = crate::dot(&q, &v);
             let sparse = sparse_dot(&q, &components, &values);
-            assert!((dense - sparse).abs() <= 1e-6 * (1.0 + dense.abs()), "{dense} {sparse}");
+            assert_eq!(dense.to_bits(), sparse.to_bits(), "{dense} {sparse}");
+            // A shorter query counts the components beyond it as 0, as `dot` does.
+            assert_eq!(
+                sparse_dot(&q[..100], &components, &values).to_bits(),
+                crate::dot(&q[..100], &v).to_bits()
+            );
         }
     }
 }

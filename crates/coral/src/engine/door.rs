@@ -52,12 +52,12 @@ impl Door {
     /// Holds the pool's vectors in the sparse form from `threshold` items when they are sparse
     /// (hash vectors: about 170 bytes a 384-dim row instead of 1,536, docs/ann.md "Memory"),
     /// and dense below it, where searches take the exact path: there the scan reads the dense
-    /// matrix exactly as before, so results below the threshold do not change. Called with
-    /// the configured threshold by every search and at open, and by every commit with the last
-    /// one seen (so a pool that grows past it is compacted while it grows, not after).
-    /// A threshold of 0 turns the index off, not the memory saving: such a pool is compact
-    /// from `coral_store::COMPACT_FROM` items (the default threshold), and its exact scan uses
-    /// the sparse product, which differs from the dense one by the order of its additions.
+    /// matrix as before, at the same speed. Either way a row's product with a query is the
+    /// same, bit for bit (`coral_score::sparse_dot`), so results never depend on the form.
+    /// Called with the configured threshold by every search and at open, and by every commit
+    /// with the last one seen (so a pool that grows past it is compacted while it grows, not
+    /// after). A threshold of 0 turns the index off, not the memory saving: such a pool is
+    /// compact from `coral_store::COMPACT_FROM` items (the default threshold).
     pub(crate) fn keep_vector_form(&mut self, threshold: usize) {
         self.compact_from = match threshold {
             0 => coral_store::COMPACT_FROM,

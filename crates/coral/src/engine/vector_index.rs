@@ -681,6 +681,68 @@ mod tests {
             .collect()
     }
 
+    /// Hits with every score as bits, so that equal means byte-identical.
+    fn scored(coral: &Coral, query: &str) -> Vec<(String, [u64; 4])> {
+        let options = SearchOptions {
+            top_k: Some(8),
+            now: Some(NOW),
+            ..SearchOptions::default()
+        };
+        let hits = coral.search_with(query, options).unwrap();
+        hits.into_iter()
+            .map(|h| {
+                let s = h.scores;
+                let bits = [
+                    h.score.to_bits(),
+                    f64::from(s.vector).to_bits(),
+                    s.jaccard.to_bits(),
+                    s.bm25.unwrap_or(-1.0).to_bits(),
+                ];
+                (h.item.item_id, bits)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_compact_pool_gives_the_dense_pools_results_byte_for_byte() {
+        let texts: Vec<String> = (0..90)
+            .map(|i| format!("note {i} on topic{} with word{} and more{}", i % 7, i % 11, i % 5))
+            .collect();
+        use crate::config::RetrievalMode;
+        for mode in [
+            RetrievalMode::Hybrid,
+            RetrievalMode::Weighted,
+            RetrievalMode::Rrf,
+        ] {
+            let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            let open = |dir: &Path, threshold: usize| {
+                let mut config = config(dir);
+                config.retrieval.ann_threshold = threshold;
+                config.retrieval.mode = mode;
+                Coral::open_with(config, Arc::new(HashEmbedder::new(384).unwrap())).unwrap()
+            };
+            // From 60 items the first holds its vectors sparse; the second never does.
+            let compact = open(dirs[0].path(), 60);
+            let dense = open(dirs[1].path(), 1_000_000);
+            let is_compact = |c: &Coral| c.engine.lock_raw().door.view().pool().is_compact();
+            for (i, t) in texts.iter().enumerate() {
+                insert(&compact, t);
+                insert(&dense, t);
+                assert_eq!(is_compact(&compact), i + 1 >= 60, "{mode:?}: after {} items", i + 1);
+            }
+            assert!(!is_compact(&dense));
+            for q in ["topic3 word5", "more2 note", "word7 topic1 more4 note 12"] {
+                assert_eq!(scored(&compact, q), scored(&dense, q), "{mode:?}: {q:?}");
+            }
+            // Below the threshold again: dense, as before.
+            for id in compact.export().iter().take(40).map(|h| h.item.item_id.clone()) {
+                compact.delete(&id).unwrap();
+            }
+            scored(&compact, "topic3");
+            assert!(!is_compact(&compact), "{mode:?}");
+        }
+    }
+
     #[test]
     fn follows_inserts_deletes_eviction_and_other_processes() {
         let dir = tempfile::tempdir().unwrap();
