@@ -87,15 +87,12 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
         skipped,
         mut notes,
     } = snapshot;
-    let entries = items
-        .into_iter()
-        .map(|(tier, item)| {
-            let v = vectors.get(&item.item_id).copied();
-            (tier, item, v)
-        })
+    let sources = items
+        .iter()
+        .map(|(_, item)| vectors.get(&item.item_id).copied())
         .collect();
     drop(vectors);
-    pool.bulk_load(entries, matrix);
+    pool.bulk_load(items, sources, matrix);
     coral_base::probe::mark("open: pool loaded");
 
     let wal_bytes = match std::fs::read(&paths.wal) {

@@ -9,6 +9,7 @@
 pub(crate) mod candidates;
 mod door;
 mod govern;
+mod id_key;
 pub(crate) mod guard;
 mod import;
 mod insert;

@@ -28,6 +28,7 @@ use coral_ann::{AnnIndex, Filter, Params, Query, SparseIndex};
 use coral_score::{Scored, Spread, TopK};
 use coral_store::Pool;
 
+use super::id_key::IdKey;
 use super::pool_rows::row_dot;
 use roaring::RoaringBitmap;
 
@@ -125,7 +126,7 @@ fn is_sparse(pool: &Pool) -> bool {
 /// One indexed item.
 #[derive(Debug)]
 struct Slot {
-    id: String,
+    id: IdKey,
     /// Tie-break key of the id (validates `row`).
     key: u64,
     /// Its pool row as of the last change seen.
@@ -153,7 +154,7 @@ pub(crate) struct VectorIndex {
     ann: Backend,
     /// The embedder whose vectors these are.
     embedder: String,
-    slots: HashMap<String, u32>,
+    slots: HashMap<IdKey, u32>,
     docs: Vec<Option<Slot>>,
     free: Vec<u32>,
     key_sum: u64,
@@ -244,9 +245,10 @@ impl VectorIndex {
         let key = pool.tiebreaks()[row as usize];
         let sum = self.place(pool, slot, row);
         self.key_sum = self.key_sum.wrapping_add(key);
-        self.slots.insert(item.item_id.clone(), slot);
+        let id = IdKey::of(&item.item_id);
+        self.slots.insert(id.clone(), slot);
         self.docs[slot as usize] = Some(Slot {
-            id: item.item_id.clone(),
+            id,
             key,
             row,
             sum,
@@ -267,7 +269,7 @@ impl VectorIndex {
         vector_sum(&v)
     }
 
-    fn remove(&mut self, id: &str) -> Option<u32> {
+    fn remove(&mut self, id: &IdKey) -> Option<u32> {
         let slot = self.slots.remove(id)?;
         self.ann.remove(slot);
         let doc = self.docs[slot as usize].take()?;
@@ -282,7 +284,8 @@ impl VectorIndex {
     pub(crate) fn sync_ids<'a>(&mut self, pool: &Pool, ids: impl IntoIterator<Item = &'a str>) {
         let mut holes: Vec<u32> = Vec::new();
         for id in ids {
-            match (self.slots.get(id).copied(), pool.row(id)) {
+            let key = IdKey::of(id);
+            match (self.slots.get(&key).copied(), pool.row(id)) {
                 (Some(slot), Some(row)) => {
                     let missing = pool.missing_vectors().contains(row);
                     let sum = if missing {
@@ -302,14 +305,14 @@ impl VectorIndex {
                         self.dirty = true;
                     }
                 }
-                (Some(_), None) => holes.extend(self.remove(id)),
+                (Some(_), None) => holes.extend(self.remove(&key)),
                 (None, Some(row)) => self.add(pool, row),
                 (None, None) => {}
             }
         }
         for p in holes {
             if (p as usize) < pool.len()
-                && let Some(&slot) = self.slots.get(&pool.item(p).item_id)
+                && let Some(&slot) = self.slots.get(&IdKey::of(&pool.item(p).item_id))
                 && let Some(doc) = self.docs[slot as usize].as_mut()
             {
                 doc.row = p;
@@ -327,10 +330,10 @@ impl VectorIndex {
     /// Returns how many items needed a change.
     pub(crate) fn reconcile(&mut self, pool: &Pool) -> usize {
         self.reconciled += 1;
-        let gone: Vec<String> = self
+        let gone: Vec<IdKey> = self
             .slots
             .keys()
-            .filter(|id| pool.row(id).is_none())
+            .filter(|id| id.with_str(|id| pool.row(id)).is_none())
             .cloned()
             .collect();
         let mut repaired = gone.len();
@@ -338,8 +341,8 @@ impl VectorIndex {
             self.remove(id);
         }
         for row in 0..pool.len() as u32 {
-            let id = &pool.item(row).item_id;
-            match self.slots.get(id).copied() {
+            let id = IdKey::of(&pool.item(row).item_id);
+            match self.slots.get(&id).copied() {
                 None => {
                     self.add(pool, row);
                     repaired += 1;
@@ -387,7 +390,7 @@ impl VectorIndex {
         if pool.tiebreaks().get(doc.row as usize) == Some(&doc.key) {
             Some(doc.row)
         } else {
-            pool.row(&doc.id)
+            doc.id.with_str(|id| pool.row(id))
         }
     }
 
@@ -473,7 +476,8 @@ impl VectorIndex {
             match doc {
                 None => payload.extend_from_slice(&u16::MAX.to_le_bytes()),
                 Some(d) => {
-                    let id = d.id.as_bytes();
+                    let id = d.id.to_string();
+                    let id = id.as_bytes();
                     let len = id.len().min(u16::MAX as usize - 1);
                     payload.extend_from_slice(&(len as u16).to_le_bytes());
                     payload.extend_from_slice(&id[..len]);
@@ -515,7 +519,7 @@ impl VectorIndex {
             let s = payload.get(at..at + 4)?;
             at += 4;
             docs.push(Some(Slot {
-                id: id.to_string(),
+                id: IdKey::of(id),
                 key: coral_store::tiebreak_key(id),
                 // Unknown until the reconcile below.
                 row: u32::MAX,
@@ -559,7 +563,7 @@ impl VectorIndex {
             .iter()
             .map(|(id, &slot)| {
                 let doc = self.docs[slot as usize].as_ref().expect("a slot's doc");
-                (id.clone(), (doc.sum, self.ann.contains(slot), doc.row))
+                (id.to_string(), (doc.sum, self.ann.contains(slot), doc.row))
             })
             .collect()
     }
