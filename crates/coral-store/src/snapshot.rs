@@ -174,13 +174,13 @@ fn read_vectors(
     let mut orphans = 0;
     let mut non_finite = 0;
     let mut mismatched = 0;
+    let mut scratch = Vec::new();
     for (row, id) in index.into_iter().enumerate() {
         if !live.contains_key(&id) {
             orphans += 1;
             continue;
         }
-        let v = matrix.row(row);
-        let v = &*v;
+        let v = matrix.row(row, &mut scratch);
         if v.iter().any(|x| !x.is_finite()) {
             // A NaN scores as nothing and sorts unpredictably: the memory would never be found.
             non_finite += 1;

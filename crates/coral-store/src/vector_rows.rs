@@ -194,12 +194,17 @@ impl LoadedVectors {
         }
     }
 
-    /// Row `r`'s values.
-    pub fn row(&self, r: usize) -> Cow<'_, [f32]> {
+    /// Row `r`'s values; a sparse row is written into `scratch` (reused from row to row:
+    /// the open checks every row).
+    pub fn row<'a>(&'a self, r: usize, scratch: &'a mut Vec<f32>) -> &'a [f32] {
         match self {
-            LoadedVectors::None => Cow::Borrowed(&[]),
-            LoadedVectors::Dense(m) => Cow::Borrowed(m.row(r)),
-            LoadedVectors::Sparse(b, dim) => Cow::Owned(b.row(r).to_dense(*dim).into_owned()),
+            LoadedVectors::None => &[],
+            LoadedVectors::Dense(m) => m.row(r),
+            LoadedVectors::Sparse(b, dim) => {
+                scratch.resize(*dim, 0.0);
+                b.row(r).write_dense(scratch);
+                scratch
+            }
         }
     }
 }

@@ -159,12 +159,14 @@ pub(crate) fn snapshot_matches(
     if let Some(meta) = read_meta(&vector_meta_path(&paths.vectors)) {
         return Ok(meta.embedder == embedder.name());
     }
-    let sample: Vec<(&str, std::borrow::Cow<'_, [f32]>)> = snapshot
+    let sample: Vec<(&str, Vec<f32>)> = snapshot
         .items
         .iter()
         .filter_map(|(_, item)| {
             let row = *snapshot.vectors.get(&item.item_id)?;
-            Some((item.content.as_str(), snapshot.matrix.row(row)))
+            let mut scratch = Vec::new();
+            let v = snapshot.matrix.row(row, &mut scratch).to_vec();
+            Some((item.content.as_str(), v))
         })
         .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
         .take(SAMPLE)
