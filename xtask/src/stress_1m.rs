@@ -11,8 +11,10 @@
 //! same vectors in the same run, overall and for the 1 % project filter (walked during the
 //! traversal, and through the engine's exact rule for small filters); when the pool got the
 //! sparse index (not saved), the same measurement runs on a sparse index built over the live
-//! items' vectors, as the engine builds it. Options: `--items N`,
-//! `--dims 384,512`, `--queries Q`.
+//! items' vectors, as the engine builds it. After each phase the process's resident set now
+//! and at its peak is printed and kept in the JSON (`phases`); with `CORAL_PROBE=1` the store
+//! also prints the steps of the checkpoint and of the reopen (docs/ann.md, "Memory"). Options:
+//! `--items N`, `--dims 384,512`, `--queries Q`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -97,7 +99,8 @@ impl Phases {
     fn mark(&mut self, label: &str, seconds: f64) {
         let (rss, peak) = (status_kb("VmRSS:") / 1024.0, status_kb("VmHWM:") / 1024.0);
         println!("  phase {label}: {seconds:.1} s, rss {rss:.0} MB, peak {peak:.0} MB");
-        self.0.push(json!({"phase": label, "s": seconds, "rss_mb": rss, "peak_mb": peak}));
+        self.0
+            .push(json!({"phase": label, "s": seconds, "rss_mb": rss, "peak_mb": peak}));
     }
 }
 
@@ -180,7 +183,10 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     let texts: Vec<String> = (0..items + LIVE_INSERTS)
         .map(|i| text(i, &mut rng))
         .collect();
-    phases.mark("texts generated (the harness's own copy)", t.elapsed().as_secs_f64());
+    phases.mark(
+        "texts generated (the harness's own copy)",
+        t.elapsed().as_secs_f64(),
+    );
     let dir = tempfile::tempdir()?;
     let config_path = dir.path().join("coral_config.json");
     std::fs::write(
@@ -327,7 +333,10 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
             },
         )?
         .len();
-    phases.mark("first search after reopen (keyword index built)", t.elapsed().as_secs_f64() - reopen_s);
+    phases.mark(
+        "first search after reopen (keyword index built)",
+        t.elapsed().as_secs_f64() - reopen_s,
+    );
     let peak_rss_mb = status_kb("VmHWM:") / 1024.0;
     let data_dir = coral.config().store_paths().dir;
     let total_items = coral.stats().total;

@@ -185,8 +185,8 @@ impl Ranker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{bitmap_jaccard, dot};
     use crate::topk::rank;
+    use crate::{bitmap_jaccard, dot};
     use proptest::prelude::*;
 
     /// Every candidate scored on its own, sorted in full, cut to depth.

@@ -77,11 +77,15 @@ mod tests {
         let dim = 384;
         let mut h = 7u64;
         let mut next = || {
-            h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            h = h
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             h >> 33
         };
         for _ in 0..200 {
-            let q: Vec<f32> = (0..dim).map(|_| (next() % 1000) as f32 / 997.0 - 0.5).collect();
+            let q: Vec<f32> = (0..dim)
+                .map(|_| (next() % 1000) as f32 / 997.0 - 0.5)
+                .collect();
             let mut v = vec![0f32; dim];
             let mut components = Vec::new();
             for _ in 0..26 {

@@ -85,7 +85,12 @@ pub fn write_rows<R: AsRef<[f32]>>(
     cols: usize,
     data: impl Iterator<Item = R>,
 ) -> std::io::Result<()> {
-    let bad_shape = || std::io::Error::new(std::io::ErrorKind::InvalidData, "matrix shape and rows disagree");
+    let bad_shape = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "matrix shape and rows disagree",
+        )
+    };
     w.write_all(&header(rows, cols))?;
     let mut buf = Vec::with_capacity(1 << 20);
     let mut written = 0usize;

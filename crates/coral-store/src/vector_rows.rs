@@ -306,7 +306,12 @@ impl VectorRows {
         let mut nonzero = 0usize;
         let mut seen = 0usize;
         for r in (0..rows).step_by(step) {
-            nonzero += self.row(dim, r).to_dense(dim).iter().filter(|&&x| x != 0.0).count();
+            nonzero += self
+                .row(dim, r)
+                .to_dense(dim)
+                .iter()
+                .filter(|&&x| x != 0.0)
+                .count();
             seen += 1;
         }
         Some(nonzero as f64 / (seen * dim) as f64)
@@ -397,9 +402,14 @@ mod tests {
                 "row {r}"
             );
         }
-        assert_eq!(bits(&sparse.to_dense(dim).unwrap()), bits(&{
-            let VectorRows::Dense(m) = &dense else { unreachable!() };
-            m.clone()
-        }));
+        assert_eq!(
+            bits(&sparse.to_dense(dim).unwrap()),
+            bits(&{
+                let VectorRows::Dense(m) = &dense else {
+                    unreachable!()
+                };
+                m.clone()
+            })
+        );
     }
 }

@@ -66,7 +66,12 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
         "coral_item_meta.json",
     ]
     .iter()
-    .map(|n| (n.to_string(), std::fs::read(dir.join(n)).unwrap_or_default()))
+    .map(|n| {
+        (
+            n.to_string(),
+            std::fs::read(dir.join(n)).unwrap_or_default(),
+        )
+    })
     .collect();
     out.sort();
     out
@@ -96,7 +101,9 @@ fn a_compact_pool_checkpoints_the_same_bytes() {
                     .collect(),
             )
             .unwrap();
-        store.commit((0..150).step_by(3).map(put).collect()).unwrap();
+        store
+            .commit((0..150).step_by(3).map(put).collect())
+            .unwrap();
         store.checkpoint().unwrap();
     }
     assert!(compact.pool().is_compact() && !dense.pool().is_compact());
@@ -146,12 +153,20 @@ fn a_large_sparse_directory_loads_compact_with_every_vector() {
     assert!(pool.row(&item(1).item_id).is_none());
     for i in (0..n).filter(|&i| i != 1).chain([n + 1]) {
         let row = pool.row(&item(i).item_id).unwrap();
-        let want = if i % 13 == 5 { vec![0.0; DIM] } else { vector(i) };
+        let want = if i % 13 == 5 {
+            vec![0.0; DIM]
+        } else {
+            vector(i)
+        };
         assert_eq!(
             bits(&pool.vector(row).to_dense(DIM)),
             bits(&want),
             "item {i}"
         );
-        assert_eq!(pool.missing_vectors().contains(row), i % 13 == 5, "item {i}");
+        assert_eq!(
+            pool.missing_vectors().contains(row),
+            i % 13 == 5,
+            "item {i}"
+        );
     }
 }

@@ -9,8 +9,8 @@
 pub(crate) mod candidates;
 mod door;
 mod govern;
-mod id_key;
 pub(crate) mod guard;
+mod id_key;
 mod import;
 mod insert;
 mod keyword_index;

@@ -220,7 +220,9 @@ impl State {
                 let cosine = query
                     .vector
                     .filter(|v| v.len() == pool.dim())
-                    .map_or(0.0, |q| f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row))));
+                    .map_or(0.0, |q| {
+                        f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row)))
+                    });
                 Fused {
                     row: hit.row,
                     score: hit.score,

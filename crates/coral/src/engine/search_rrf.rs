@@ -162,7 +162,9 @@ impl State {
                     Some(b) => b.score,
                     None => keywords.score(query.keywords, &pool.item(hit.row).item_id),
                 };
-                let vector = vector.map_or(0.0, |q| f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row))));
+                let vector = vector.map_or(0.0, |q| {
+                    f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row)))
+                });
                 Fused {
                     row: hit.row,
                     score: hit.score,

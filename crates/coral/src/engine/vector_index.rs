@@ -247,12 +247,7 @@ impl VectorIndex {
         self.key_sum = self.key_sum.wrapping_add(key);
         let id = IdKey::of(&item.item_id);
         self.slots.insert(id.clone(), slot);
-        self.docs[slot as usize] = Some(Slot {
-            id,
-            key,
-            row,
-            sum,
-        });
+        self.docs[slot as usize] = Some(Slot { id, key, row, sum });
         self.dirty = true;
     }
 
@@ -710,7 +705,14 @@ mod tests {
     #[test]
     fn a_compact_pool_gives_the_dense_pools_results_byte_for_byte() {
         let texts: Vec<String> = (0..90)
-            .map(|i| format!("note {i} on topic{} with word{} and more{}", i % 7, i % 11, i % 5))
+            .map(|i| {
+                format!(
+                    "note {i} on topic{} with word{} and more{}",
+                    i % 7,
+                    i % 11,
+                    i % 5
+                )
+            })
             .collect();
         use crate::config::RetrievalMode;
         for mode in [
@@ -732,14 +734,24 @@ mod tests {
             for (i, t) in texts.iter().enumerate() {
                 insert(&compact, t);
                 insert(&dense, t);
-                assert_eq!(is_compact(&compact), i + 1 >= 60, "{mode:?}: after {} items", i + 1);
+                assert_eq!(
+                    is_compact(&compact),
+                    i + 1 >= 60,
+                    "{mode:?}: after {} items",
+                    i + 1
+                );
             }
             assert!(!is_compact(&dense));
             for q in ["topic3 word5", "more2 note", "word7 topic1 more4 note 12"] {
                 assert_eq!(scored(&compact, q), scored(&dense, q), "{mode:?}: {q:?}");
             }
             // Below the threshold again: dense, as before.
-            for id in compact.export().iter().take(40).map(|h| h.item.item_id.clone()) {
+            for id in compact
+                .export()
+                .iter()
+                .take(40)
+                .map(|h| h.item.item_id.clone())
+            {
                 compact.delete(&id).unwrap();
             }
             scored(&compact, "topic3");
