@@ -29,7 +29,7 @@ fn options() -> StoreOptions {
 fn vector(i: usize) -> Vec<f32> {
     let mut v = vec![0.0; DIM];
     v[i % DIM] = 0.5 + (i % 7) as f32 * 0.125;
-    v[(i * 5 + 3) % DIM] = if i % 11 == 0 { -0.0 } else { -0.25 };
+    v[(i * 5 + 3) % DIM] = if i.is_multiple_of(11) { -0.0 } else { -0.25 };
     v
 }
 

@@ -693,7 +693,7 @@ mod tests {
                 let s = h.scores;
                 let bits = [
                     h.score.to_bits(),
-                    f64::from(s.vector).to_bits(),
+                    s.vector.to_bits(),
                     s.jaccard.to_bits(),
                     s.bm25.unwrap_or(-1.0).to_bits(),
                 ];
