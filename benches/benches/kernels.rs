@@ -150,6 +150,7 @@ impl Data {
         ScanRows {
             dim: DIM,
             vectors: &self.vectors,
+            sparse: None,
             bitmaps: &self.bitmaps,
             timestamps: &self.timestamps,
             tiebreak: &self.tiebreak,

@@ -11,8 +11,10 @@
 //! same vectors in the same run, overall and for the 1 % project filter (walked during the
 //! traversal, and through the engine's exact rule for small filters); when the pool got the
 //! sparse index (not saved), the same measurement runs on a sparse index built over the live
-//! items' vectors, as the engine builds it. Options: `--items N`,
-//! `--dims 384,512`, `--queries Q`.
+//! items' vectors, as the engine builds it. After each phase the process's resident set now
+//! and at its peak is printed and kept in the JSON (`phases`); with `CORAL_PROBE=1` the store
+//! also prints the steps of the checkpoint and of the reopen (docs/ann.md, "Memory"). Options:
+//! `--items N`, `--dims 384,512`, `--queries Q`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -89,6 +91,19 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// The resident set now and at its peak so far, in MB, printed after a phase and kept for the
+/// report (docs/ann.md, "Measured": where the bytes go).
+struct Phases(Vec<serde_json::Value>);
+
+impl Phases {
+    fn mark(&mut self, label: &str, seconds: f64) {
+        let (rss, peak) = (status_kb("VmRSS:") / 1024.0, status_kb("VmHWM:") / 1024.0);
+        println!("  phase {label}: {seconds:.1} s, rss {rss:.0} MB, peak {peak:.0} MB");
+        self.0
+            .push(json!({"phase": label, "s": seconds, "rss_mb": rss, "peak_mb": peak}));
+    }
+}
+
 pub(crate) fn status_kb(key: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -163,9 +178,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
 fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value> {
     println!("stress-1m: {items} items, hash vectors of {dim} dims");
     let mut rng = Rng(SEED ^ dim as u64);
+    let mut phases = Phases(Vec::new());
+    let t = Instant::now();
     let texts: Vec<String> = (0..items + LIVE_INSERTS)
         .map(|i| text(i, &mut rng))
         .collect();
+    phases.mark(
+        "texts generated (the harness's own copy)",
+        t.elapsed().as_secs_f64(),
+    );
     let dir = tempfile::tempdir()?;
     let config_path = dir.path().join("coral_config.json");
     std::fs::write(
@@ -211,6 +232,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         }
     }
     let bulk_s = t.elapsed().as_secs_f64();
+    phases.mark("bulk inserts", bulk_s);
 
     let t = Instant::now();
     let mut last = 0;
@@ -221,6 +243,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         }
     })?;
     let build_s = t.elapsed().as_secs_f64();
+    phases.mark("index build", build_s);
 
     let t = Instant::now();
     for i in items..items + LIVE_INSERTS {
@@ -238,6 +261,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         }
     }
     let delete_s = t.elapsed().as_secs_f64();
+    phases.mark("live inserts and deletes", live_insert_s + delete_s);
 
     let query_texts: Vec<String> = (0..queries)
         .map(|_| {
@@ -268,6 +292,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         }
     }
     latencies.sort_by(f64::total_cmp);
+    phases.mark("searches", latencies.iter().sum::<f64>() / 1e3);
     // The same queries on the exact path (searches touch their hits, which moves the heat
     // prior a little: agreement is a floor on what the index alone changes).
     let mut exact_config: Config = (*coral.config()).clone();
@@ -290,11 +315,14 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
     let t = Instant::now();
     coral.close()?;
     let close_s = t.elapsed().as_secs_f64();
+    phases.mark("close (checkpoint + index save)", close_s);
     let t = Instant::now();
     let coral = Coral::open(&config_path)?;
     let open_s = t.elapsed().as_secs_f64();
+    phases.mark("reopen: Coral::open", open_s);
     let reloaded = coral.prepare_vector_index(|_, _| {})?;
     let reopen_s = t.elapsed().as_secs_f64();
+    phases.mark("reopen: vector index ready", reopen_s - open_s);
     let after_reopen = coral
         .search_with(
             &query_texts[0],
@@ -305,6 +333,10 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
             },
         )?
         .len();
+    phases.mark(
+        "first search after reopen (keyword index built)",
+        t.elapsed().as_secs_f64() - reopen_s,
+    );
     let peak_rss_mb = status_kb("VmHWM:") / 1024.0;
     let data_dir = coral.config().store_paths().dir;
     let total_items = coral.stats().total;
@@ -461,6 +493,7 @@ fn run_dim(items: usize, dim: usize, queries: usize) -> Result<serde_json::Value
         "reopen_repaired": reloaded.repaired,
         "search_after_reopen_hits": after_reopen,
         "peak_rss_mb": peak_rss_mb,
+        "phases": phases.0,
         "index_memory_mb": index_bytes as f64 / 1e6,
         "rss_bytes_per_item": peak_rss_mb * 1024.0 * 1024.0 / items as f64,
     });

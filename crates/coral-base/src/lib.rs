@@ -25,6 +25,7 @@ mod io;
 mod jaccard;
 mod json;
 pub mod liveness;
+pub mod probe;
 mod quote;
 pub mod secrets;
 mod sync;

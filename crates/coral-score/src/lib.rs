@@ -16,6 +16,7 @@
 //! let pool = ScanRows {
 //!     dim: 2,
 //!     vectors: &vectors,
+//!     sparse: None,
 //!     bitmaps: &bitmaps,
 //!     timestamps: &[1_000.0, 1_000.0],
 //!     tiebreak: &[0, 1],
@@ -49,6 +50,7 @@ mod near_duplicate;
 mod rank_lists;
 mod rrf;
 mod scan;
+mod sparse_rows;
 mod terms;
 mod time_calendar;
 mod time_chinese;
@@ -73,6 +75,7 @@ pub use rank_lists::{ListQuery, Rankings, rank_lists};
 pub use rrf::rrf;
 pub use rrf::rrf_weighted;
 pub use scan::{PARALLEL_THRESHOLD, Query, ScanRows, scan};
+pub use sparse_rows::{SparseVectors, sparse_dot};
 pub use terms::{for_each_keyword_term, keyword_terms};
 pub use time_query::{TimeWindow, time_window};
 pub use topk::{Scored, TopK};

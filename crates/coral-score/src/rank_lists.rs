@@ -7,7 +7,7 @@ use roaring::RoaringBitmap;
 
 use crate::jaccard::{bitmap_jaccard_with_count, popcount};
 use crate::scan::PARALLEL_THRESHOLD;
-use crate::{Bitmap, ScanRows, Scored, Spread, TopK, dot, time_decay};
+use crate::{Bitmap, ScanRows, Scored, Spread, TopK, time_decay};
 
 /// What [`rank_lists`] ranks.
 #[derive(Clone, Copy, Debug)]
@@ -52,7 +52,7 @@ pub struct Rankings {
 /// let vectors = [1.0, 0.0, /* row 1 */ 0.6, 0.8];
 /// let mut bitmaps: [Bitmap; 2] = [[0; 32]; 2];
 /// bitmaps[1][0] = 0b1;
-/// let pool = ScanRows { dim: 2, vectors: &vectors, bitmaps: &bitmaps, timestamps: &[0.0, 0.0], tiebreak: &[0, 1] };
+/// let pool = ScanRows { dim: 2, vectors: &vectors, sparse: None, bitmaps: &bitmaps, timestamps: &[0.0, 0.0], tiebreak: &[0, 1] };
 /// let mut q: Bitmap = [0; 32];
 /// q[0] = 0b1;
 /// let lists = rank_lists(&pool, &ListQuery { vector: Some(&[1.0, 0.0]), bitmap: &q, now: 0.0, tau_days: 7.0, depth: 10, allow: None });
@@ -137,7 +137,7 @@ impl Ranker<'_> {
         let mut visit = |r: usize| {
             let vector = match self.vector {
                 Some(q) => {
-                    let v = dot(q, &pool.vectors[r * pool.dim..(r + 1) * pool.dim]);
+                    let v = pool.dot(q, r);
                     spread.add(f64::from(v));
                     v
                 }
@@ -185,8 +185,8 @@ impl Ranker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bitmap_jaccard;
     use crate::topk::rank;
+    use crate::{bitmap_jaccard, dot};
     use proptest::prelude::*;
 
     /// Every candidate scored on its own, sorted in full, cut to depth.
@@ -300,7 +300,7 @@ mod tests {
                 .collect();
             let timestamps: Vec<f64> = (0..rows).map(|_| (next() % 3) as f64).collect();
             let tiebreak: Vec<u64> = (0..rows).map(|_| next() % 3).collect();
-            let pool = ScanRows { dim, vectors: &vectors, bitmaps: &bitmaps, timestamps: &timestamps, tiebreak: &tiebreak };
+            let pool = ScanRows { dim, vectors: &vectors, sparse: None, bitmaps: &bitmaps, timestamps: &timestamps, tiebreak: &tiebreak };
             let mut bitmap = [0u64; 32];
             bitmap[0] = 0b101;
             let allow: RoaringBitmap = (0..rows as u32).filter(|r| r % 3 != 1).collect();

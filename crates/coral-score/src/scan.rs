@@ -28,8 +28,11 @@ const MIN_CHUNK_ROWS: usize = 256;
 pub struct ScanRows<'a> {
     /// Vector dimension; `0` means the pool has no vectors.
     pub dim: usize,
-    /// Row-major matrix of `len · dim` floats.
+    /// Row-major matrix of `len · dim` floats (empty when `sparse` holds the vectors).
     pub vectors: &'a [f32],
+    /// The rows' vectors held sparse instead of `vectors` (a large pool of hash vectors);
+    /// `None` for the dense matrix.
+    pub sparse: Option<crate::SparseVectors<'a>>,
     /// One token bitmap per row.
     pub bitmaps: &'a [Bitmap],
     /// Unix timestamp in seconds per row.
@@ -47,10 +50,21 @@ impl ScanRows<'_> {
             .len()
             .min(self.timestamps.len())
             .min(self.tiebreak.len());
-        if let Some(vector_rows) = self.vectors.len().checked_div(self.dim) {
+        if let Some(sparse) = &self.sparse {
+            rows = rows.min(sparse.len());
+        } else if let Some(vector_rows) = self.vectors.len().checked_div(self.dim) {
             rows = rows.min(vector_rows);
         }
         rows.min(u32::MAX as usize)
+    }
+
+    /// Dot product of `query` with row `r`'s vector.
+    #[inline]
+    pub fn dot(&self, query: &[f32], r: usize) -> f32 {
+        match &self.sparse {
+            Some(sparse) => sparse.dot(query, r),
+            None => dot(query, &self.vectors[r * self.dim..(r + 1) * self.dim]),
+        }
     }
 
     /// Whether the pool has no rows.
@@ -187,7 +201,7 @@ impl<'a> Scanner<'a> {
                 for row in allow.range(bounds) {
                     let r = row as usize;
                     let vector = match self.vector {
-                        Some(q) => dot(q, &pool.vectors[r * pool.dim..(r + 1) * pool.dim]),
+                        Some(q) => pool.dot(q, r),
                         None => 0.0,
                     };
                     emit(
@@ -206,6 +220,12 @@ impl<'a> Scanner<'a> {
                     .zip(&pool.timestamps[rows.clone()])
                     .zip(&pool.tiebreak[rows.clone()]);
                 match self.vector {
+                    Some(q) if pool.sparse.is_some() => {
+                        for (i, ((bitmap, &ts), &key)) in meta.enumerate() {
+                            let r = rows.start + i;
+                            emit(r, pool.dot(q, r), bitmap, ts, key);
+                        }
+                    }
                     Some(q) => {
                         let matrix = pool.vectors[rows_of(pool.dim)].chunks_exact(pool.dim);
                         for (i, (m, ((bitmap, &ts), &key))) in matrix.zip(meta).enumerate() {
@@ -306,6 +326,7 @@ mod tests {
             ScanRows {
                 dim: self.dim,
                 vectors: &self.vectors,
+                sparse: None,
                 bitmaps: &self.bitmaps,
                 timestamps: &self.timestamps,
                 tiebreak: &self.tiebreak,

@@ -218,6 +218,11 @@ impl Item {
         out
     }
 
+    /// Whether [`Item::coral_only`] would give anything (without building it).
+    pub fn has_coral_only(&self) -> bool {
+        self.project.is_some() || self.extra.keys().any(|k| !KNOWN.contains(&k.as_str()))
+    }
+
     /// Take back what [`Item::coral_only`] gave, where this item does not say otherwise.
     pub fn absorb_coral_only(&mut self, attrs: &Map<String, Value>) {
         for (k, v) in attrs {

@@ -57,6 +57,7 @@ mod snapshot;
 mod store;
 mod sums;
 mod vector_meta;
+mod vector_rows;
 
 pub use backup::{BackupFile, backup, read_checked, restore, restore_marker};
 pub use check::{CheckReport, Finding, Severity, check};
@@ -75,3 +76,6 @@ pub use replay::{Repair, StoreOptions};
 pub use snapshot::Snapshot;
 pub use store::{Closed, Store, SyncOutcome, TierCounts};
 pub use vector_meta::{VectorMeta, read as read_vector_meta};
+pub use vector_rows::{
+    COMPACT_FROM, LoadedVectors, RowVector, SPARSE_DENSITY, SparseBuilder, SparseRows,
+};

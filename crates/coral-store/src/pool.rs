@@ -10,6 +10,7 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 
 use crate::item::{Item, Tier};
+use crate::vector_rows::{LoadedVectors, RowVector, SparseRows, VectorRows};
 
 /// Computes an item's 2048-bit token map from its content. The store keeps the result next to
 /// the vector and never interprets it.
@@ -20,7 +21,7 @@ pub struct Pool {
     dim: usize,
     items: Vec<Item>,
     tiers: Vec<Tier>,
-    vectors: Vec<f32>,
+    vectors: VectorRows,
     bitmaps: Vec<[u64; 32]>,
     timestamps: Vec<f64>,
     tiebreaks: Vec<u64>,
@@ -54,7 +55,7 @@ impl Pool {
             dim,
             items: Vec::new(),
             tiers: Vec::new(),
-            vectors: Vec::new(),
+            vectors: VectorRows::Dense(Vec::new()),
             bitmaps: Vec::new(),
             timestamps: Vec::new(),
             tiebreaks: Vec::new(),
@@ -96,10 +97,9 @@ impl Pool {
         self.tiers[row as usize]
     }
 
-    /// Vector of a row (zeros when missing).
-    pub fn vector(&self, row: u32) -> &[f32] {
-        let r = row as usize;
-        &self.vectors[r * self.dim..(r + 1) * self.dim]
+    /// Vector of a row (zeros when missing), in the form the pool holds it.
+    pub fn vector(&self, row: u32) -> RowVector<'_> {
+        self.vectors.row(self.dim, row as usize)
     }
 
     /// All items, row order.
@@ -107,9 +107,60 @@ impl Pool {
         &self.items
     }
 
-    /// Row-major vector matrix.
-    pub fn vectors(&self) -> &[f32] {
-        &self.vectors
+    /// Row-major vector matrix, when the pool holds its vectors dense.
+    pub fn dense_vectors(&self) -> Option<&[f32]> {
+        match &self.vectors {
+            VectorRows::Dense(m) => Some(m),
+            VectorRows::Sparse(_) => None,
+        }
+    }
+
+    /// The sparse rows, when the pool holds its vectors sparse.
+    pub fn sparse_vectors(&self) -> Option<&SparseRows> {
+        match &self.vectors {
+            VectorRows::Dense(_) => None,
+            VectorRows::Sparse(s) => Some(s),
+        }
+    }
+
+    /// Whether the vectors are held in the sparse form.
+    pub fn is_compact(&self) -> bool {
+        self.vectors.is_sparse()
+    }
+
+    /// Share of non-zero vector components (over an even sample of at most 4,096 rows when
+    /// dense; `None` for an empty pool).
+    pub fn density(&self) -> Option<f64> {
+        self.vectors.density(self.dim, self.len())
+    }
+
+    /// Bytes the vectors take (by capacity).
+    pub fn vector_bytes(&self) -> usize {
+        self.vectors.memory_bytes()
+    }
+
+    /// Holds the vectors in the sparse form (`true`) or dense (`false`); the values, and so
+    /// every file written from them, stay the same. The facade keeps a pool sparse from its
+    /// `retrieval.ann_threshold` when the vectors are sparse, and dense below it, where the
+    /// exact scan reads the dense matrix. Returns whether the form changed.
+    pub fn set_compact(&mut self, compact: bool) -> bool {
+        if compact == self.is_compact() {
+            return false;
+        }
+        let next = if compact {
+            self.vectors
+                .to_sparse(self.dim, self.len())
+                .map(VectorRows::Sparse)
+        } else {
+            self.vectors.to_dense(self.dim).map(VectorRows::Dense)
+        };
+        match next {
+            Some(v) => {
+                self.vectors = v;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Token bitmaps by row.
@@ -191,12 +242,11 @@ impl Pool {
             self.timestamps[r] = item.timestamp;
             self.bitmaps[r] = bitmap;
             self.items[r] = item;
-            let slot = &mut self.vectors[r * self.dim..(r + 1) * self.dim];
             if usable {
-                slot.copy_from_slice(vector);
+                self.vectors.set(self.dim, r, Some(vector));
                 self.missing_vectors.remove(row);
             } else {
-                slot.fill(0.0);
+                self.vectors.set(self.dim, r, None);
                 self.missing_vectors.insert(row);
             }
             return row;
@@ -211,9 +261,9 @@ impl Pool {
         self.tiers.push(tier);
         self.tier_rows[tier.index()].insert(row);
         if usable {
-            self.vectors.extend_from_slice(vector);
+            self.vectors.push(self.dim, Some(vector));
         } else {
-            self.vectors.resize(self.vectors.len() + self.dim, 0.0);
+            self.vectors.push(self.dim, None);
             self.missing_vectors.insert(row);
         }
         self.items.push(item);
@@ -235,12 +285,11 @@ impl Pool {
             if self.missing_vectors.remove(last) {
                 self.missing_vectors.insert(row);
             }
-            let (d, l) = (self.dim, last as usize);
-            self.vectors.copy_within(l * d..(l + 1) * d, r * d);
+            let l = last as usize;
             let moved_id = self.items[l].item_id.clone();
             self.index.insert(moved_id, row);
         }
-        self.vectors.truncate(self.vectors.len() - self.dim);
+        self.vectors.swap_remove(self.dim, r);
         self.tiers.swap_remove(r);
         self.bitmaps.swap_remove(r);
         self.timestamps.swap_remove(r);
@@ -268,26 +317,125 @@ impl Pool {
         if vector.len() != self.dim {
             return false;
         }
-        let r = row as usize;
-        self.vectors[r * self.dim..(r + 1) * self.dim].copy_from_slice(vector);
+        self.vectors.set(self.dim, row as usize, Some(vector));
         self.missing_vectors.remove(row);
         true
     }
 
-    /// Bulk-load items (no duplicates) with optional vectors, computing bitmaps in parallel.
-    pub(crate) fn bulk_load(&mut self, entries: Vec<(Tier, Item, Option<&[f32]>)>) {
+    /// Bulk-load items (no duplicates) into an empty pool, computing bitmaps in parallel.
+    /// `sources[i]` names entry `i`'s vector by row of `matrix` (each row at most once), `None`
+    /// for a missing one. The matrix's buffer becomes the pool's: its rows are moved into pool order in
+    /// place, so the vectors are held once (a copy from the decoded matrix into the pool held
+    /// them twice at the open's peak, 1.5 GB more at a million 384-dim rows).
+    pub(crate) fn bulk_load(
+        &mut self,
+        entries: Vec<(Tier, Item)>,
+        sources: Vec<Option<usize>>,
+        matrix: LoadedVectors,
+    ) {
         use rayon::prelude::*;
+        debug_assert!(self.is_empty(), "bulk_load fills an empty pool");
         let features = Arc::clone(&self.features);
-        let bitmaps: Vec<[u64; 32]> = entries
+        self.bitmaps = entries
             .par_iter()
-            .map(|(_, item, _)| features(&item.content))
+            .map(|(_, item)| features(&item.content))
             .collect();
-        self.items.reserve(entries.len());
-        self.vectors.reserve(entries.len() * self.dim);
-        for ((tier, item, vector), bitmap) in entries.into_iter().zip(bitmaps) {
-            self.upsert_with_bitmap(tier, item, vector.unwrap_or(&[]), bitmap);
+        coral_base::probe::mark("open: bitmaps computed");
+        let usable = matrix.cols() == self.dim;
+        let sources: Vec<Option<usize>> = sources
+            .into_iter()
+            .map(|v| v.filter(|&r| usable && r < matrix.rows()))
+            .collect();
+        let n = entries.len();
+        self.vectors = match matrix {
+            LoadedVectors::Sparse(rows, _) if usable => VectorRows::Sparse(rows.finish(&sources)),
+            LoadedVectors::Dense(m) if usable => {
+                VectorRows::Dense(gather_rows(m.data, self.dim, &sources))
+            }
+            _ => VectorRows::Dense(vec![0.0; n * self.dim]),
+        };
+        self.tiers = entries.iter().map(|(tier, _)| *tier).collect();
+        // Collected in place: the entries' buffer becomes the items' (a second vector of a
+        // million items was about 140 MB more at the open's peak).
+        self.items = entries.into_iter().map(|(_, item)| item).collect();
+        self.timestamps = self.items.iter().map(|item| item.timestamp).collect();
+        self.tiebreaks = self
+            .items
+            .iter()
+            .map(|item| tiebreak_key(&item.item_id))
+            .collect();
+        self.key_sum = self
+            .tiebreaks
+            .iter()
+            .fold(0u64, |sum, &k| sum.wrapping_add(k));
+        self.index.reserve(n);
+        for (row, item) in self.items.iter().enumerate() {
+            self.index.insert(item.item_id.clone(), row as u32);
+        }
+        for (row, tier) in self.tiers.iter().enumerate() {
+            self.tier_rows[tier.index()].insert(row as u32);
+        }
+        for (row, source) in sources.iter().enumerate() {
+            if source.is_none() {
+                self.missing_vectors.insert(row as u32);
+            }
         }
     }
+}
+
+/// Rearranges the rows of `data` (rows of `dim` values) so that row `r` of the result is row
+/// `sources[r]` of `data`, or zeros for `None`; the result has `sources.len()` rows. Rows are
+/// moved in place along the permutation's cycles and chains with one row of scratch, so the
+/// buffer is reused rather than copied. `sources` must name each row at most once.
+fn gather_rows(mut data: Vec<f32>, dim: usize, sources: &[Option<usize>]) -> Vec<f32> {
+    let n = sources.len();
+    if dim == 0 {
+        return Vec::new();
+    }
+    let have = data.len() / dim;
+    let len = have.max(n);
+    data.resize(len * dim, 0.0);
+    // Where each source row goes.
+    let mut target = vec![u32::MAX; len];
+    for (r, s) in sources.iter().enumerate() {
+        if let Some(s) = *s
+            && s < have
+        {
+            target[s] = r as u32;
+        }
+    }
+    let mut moved = vec![false; len];
+    let mut carry = vec![0f32; dim];
+    for start in 0..len {
+        let first = target[start];
+        if first == u32::MAX || moved[start] || first as usize == start {
+            moved[start] = true;
+            continue;
+        }
+        moved[start] = true;
+        carry.copy_from_slice(&data[start * dim..(start + 1) * dim]);
+        let mut q = first as usize;
+        loop {
+            let row = &mut data[q * dim..(q + 1) * dim];
+            if target[q] != u32::MAX && !moved[q] {
+                // q's own row still has to go on: take it, leave the carried one.
+                moved[q] = true;
+                row.swap_with_slice(&mut carry);
+                q = target[q] as usize;
+            } else {
+                // q's old row is not needed (not a source, or already moved away).
+                row.copy_from_slice(&carry);
+                break;
+            }
+        }
+    }
+    data.truncate(n * dim);
+    for (r, s) in sources.iter().enumerate() {
+        if !s.is_some_and(|s| s < have) {
+            data[r * dim..(r + 1) * dim].fill(0.0);
+        }
+    }
+    data
 }
 
 #[cfg(test)]
@@ -323,7 +471,7 @@ mod tests {
         pool.remove("a").unwrap();
         let row = pool.row("cc").unwrap();
         assert_eq!(row, 0);
-        assert_eq!(pool.vector(row), &[3.0, 3.0]);
+        assert_eq!(pool.vector(row).to_dense(2).as_ref(), &[3.0, 3.0]);
         assert_eq!(pool.tier(row), Tier::Cold);
         assert_eq!(pool.timestamps()[0], 3.0);
         assert_eq!(pool.bitmaps()[0][0], 7);
@@ -338,7 +486,7 @@ mod tests {
         assert_eq!(pool.key_sum(), sum(&pool));
         assert!(pool.missing_vectors().is_empty());
         assert_eq!(pool.len(), 1);
-        assert_eq!(pool.vectors().len(), 2);
+        assert_eq!(pool.dense_vectors().map(<[f32]>::len), Some(2));
     }
 
     #[test]
@@ -363,6 +511,38 @@ mod tests {
         assert_eq!(ids(pool.cold_filter(true, 2).unwrap()), ["c2", "c3", "h"]);
         assert_eq!(ids(pool.cold_filter(false, 0).unwrap()), ["h"]);
         assert_eq!(ids(pool.cold_filter(false, 2).unwrap()), ["h"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn gather_rows_moves_every_row_where_it_belongs(
+            have in 0usize..12,
+            n in 0usize..12,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            // A random injective map from pool rows to source rows, some rows missing.
+            let mut free: Vec<usize> = (0..have).collect();
+            let mut h = seed;
+            let mut sources = Vec::new();
+            for _ in 0..n {
+                h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                if free.is_empty() || (h >> 60) < 3 {
+                    sources.push(None);
+                } else {
+                    sources.push(Some(free.swap_remove((h >> 33) as usize % free.len())));
+                }
+            }
+            let dim = 3;
+            let data: Vec<f32> = (0..have * dim).map(|i| i as f32 + 1.0).collect();
+            let want: Vec<f32> = sources
+                .iter()
+                .flat_map(|s| match s {
+                    Some(s) => data[s * dim..(s + 1) * dim].to_vec(),
+                    None => vec![0.0; dim],
+                })
+                .collect();
+            proptest::prop_assert_eq!(gather_rows(data, dim, &sources), want);
+        }
     }
 
     #[test]

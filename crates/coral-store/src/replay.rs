@@ -87,14 +87,13 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
         skipped,
         mut notes,
     } = snapshot;
-    let entries = items
-        .into_iter()
-        .map(|(tier, item)| {
-            let v = vectors.get(&item.item_id).map(|&r| matrix.row(r));
-            (tier, item, v)
-        })
+    let sources = items
+        .iter()
+        .map(|(_, item)| vectors.get(&item.item_id).copied())
         .collect();
-    pool.bulk_load(entries);
+    drop(vectors);
+    pool.bulk_load(items, sources, matrix);
+    coral_base::probe::mark("open: pool loaded");
 
     let wal_bytes = match std::fs::read(&paths.wal) {
         Ok(b) => b,
@@ -121,6 +120,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
             ));
         }
     }
+    coral_base::probe::mark("open: journal read");
     let mut generation = 0;
     let mut replayed = 0usize;
     for record in scan.records {
@@ -131,6 +131,7 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
             apply(&mut pool, record);
         }
     }
+    coral_base::probe::mark("open: journal replayed");
     if replayed > 0 {
         notes.push(format!("replayed {replayed} journal record(s)"));
     }

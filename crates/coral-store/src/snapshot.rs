@@ -9,6 +9,7 @@ use crate::files::{self, Skipped, StorePaths};
 use crate::item::{Item, Tier};
 use crate::npy;
 use crate::sums;
+use crate::vector_rows::{COMPACT_FROM, LoadedVectors, SPARSE_DENSITY, SparseBuilder};
 
 /// What the compatible files of a directory hold (without the journal).
 pub struct Snapshot {
@@ -16,8 +17,8 @@ pub struct Snapshot {
     pub items: Vec<(Tier, Item)>,
     /// Vectors by id, from the `.npy` + index when they are usable.
     pub vectors: HashMap<String, usize>,
-    /// The decoded vector matrix (rows referenced by `vectors`).
-    pub matrix: npy::Matrix,
+    /// The vectors read (rows referenced by `vectors`).
+    pub matrix: LoadedVectors,
     /// Entries that did not parse, by tier, kept for rewrite.
     pub skipped: [Vec<Skipped>; 3],
     /// Everything worth telling the user about what was found.
@@ -29,9 +30,11 @@ impl Snapshot {
     /// Vectors of another dim than `dim`, or an index that does not match the matrix, are
     /// reported and treated as missing.
     pub fn read(paths: &StorePaths, dim: usize) -> Result<Snapshot> {
+        coral_base::probe::mark("open: start");
         let hot = files::read_item_array(&paths.hot)?;
         let warm = files::read_item_array(&paths.warm)?;
         let cold = files::read_item_lines(&paths.cold)?;
+        coral_base::probe::mark("open: item files read and parsed");
         let mut notes = Vec::new();
         let meta = match crate::item_meta::read(&paths.item_meta) {
             Ok(meta) => meta.unwrap_or_default(),
@@ -46,16 +49,25 @@ impl Snapshot {
         let mut items: Vec<(Tier, Item)> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut merged = [0usize; 3];
-        for (tier, loaded) in [(Tier::Hot, &hot), (Tier::Warm, &warm), (Tier::Cold, &cold)] {
-            for item in &loaded.items {
+        let skipped = [hot.skipped, warm.skipped, cold.skipped];
+        let total = hot.items.len() + warm.items.len() + cold.items.len();
+        items.reserve_exact(total);
+        seen.reserve(total);
+        // The parsed items are moved, not cloned: at a million memories a copy of every
+        // item was about 300 MB more at the open's peak.
+        for (tier, loaded) in [
+            (Tier::Hot, hot.items),
+            (Tier::Warm, warm.items),
+            (Tier::Cold, cold.items),
+        ] {
+            for mut item in loaded {
                 match seen.get(&item.item_id) {
                     Some(&i) => {
-                        items[i].1.merge_duplicate(item);
+                        items[i].1.merge_duplicate(&item);
                         merged[tier.index()] += 1;
                     }
                     None => {
                         seen.insert(item.item_id.clone(), items.len());
-                        let mut item = item.clone();
                         meta.restore(&mut item);
                         // The warm file holds the hot tier too; the sidecar says which.
                         let tier = if tier == Tier::Warm && meta.hot.contains(&item.item_id) {
@@ -75,7 +87,6 @@ impl Snapshot {
                 ));
             }
         }
-        let skipped = [hot.skipped, warm.skipped, cold.skipped];
         for s in skipped.iter().flatten() {
             notes.push(format!(
                 "{} line {}: skipped ({}), kept in the file unchanged",
@@ -84,7 +95,9 @@ impl Snapshot {
                 s.reason
             ));
         }
+        coral_base::probe::mark("open: items merged");
         let (matrix, vectors) = read_vectors(paths, dim, &seen, &mut notes);
+        coral_base::probe::mark("open: vectors read and checked");
         Ok(Snapshot {
             items,
             vectors,
@@ -100,8 +113,8 @@ fn read_vectors(
     dim: usize,
     live: &HashMap<String, usize>,
     notes: &mut Vec<String>,
-) -> (npy::Matrix, HashMap<String, usize>) {
-    let none = (npy::Matrix::default(), HashMap::new());
+) -> (LoadedVectors, HashMap<String, usize>) {
+    let none = (LoadedVectors::None, HashMap::new());
     let index = match files::read_index(&paths.index) {
         Ok(Some(ids)) => ids,
         Ok(None) => {
@@ -118,32 +131,34 @@ fn read_vectors(
             return none;
         }
     };
-    let matrix = match npy::read(&paths.vectors) {
+    coral_base::probe::mark("open: vector index read");
+    let matrix = match read_rows(&paths.vectors, dim) {
         Ok(m) => m,
         Err(e) => {
             notes.push(format!("{e}: vectors will be recomputed"));
             return none;
         }
     };
-    if matrix.rows != index.len() {
+    if matrix.rows() != index.len() {
         notes.push(format!(
             "{} lists {} ids but {} holds {} rows: vectors will be recomputed",
             paths.index.display(),
             index.len(),
             paths.vectors.display(),
-            matrix.rows
+            matrix.rows()
         ));
         return none;
     }
-    if matrix.rows > 0 && matrix.cols != dim {
+    if matrix.rows() > 0 && matrix.cols() != dim {
         notes.push(format!(
             "{} holds vectors of dim {} but the embedder produces dim {dim}: \
              they were made by another model and will be recomputed",
             paths.vectors.display(),
-            matrix.cols
+            matrix.cols()
         ));
         return none;
     }
+    coral_base::probe::mark("open: npy read");
     let sums = match sums::read(&paths.sums) {
         sums::Read::Found(s) => Some(s),
         sums::Read::Missing => None,
@@ -159,12 +174,13 @@ fn read_vectors(
     let mut orphans = 0;
     let mut non_finite = 0;
     let mut mismatched = 0;
+    let mut scratch = Vec::new();
     for (row, id) in index.into_iter().enumerate() {
         if !live.contains_key(&id) {
             orphans += 1;
             continue;
         }
-        let v = matrix.row(row);
+        let v = matrix.row(row, &mut scratch);
         if v.iter().any(|x| !x.is_finite()) {
             // A NaN scores as nothing and sorts unpredictably: the memory would never be found.
             non_finite += 1;
@@ -202,4 +218,38 @@ fn read_vectors(
         ));
     }
     (matrix, by_id)
+}
+
+/// Reads the vector file in the form the pool will hold it: a file of at least
+/// [`COMPACT_FROM`] rows whose first 4,096 rows are sparse ([`SPARSE_DENSITY`]) is read a chunk
+/// at a time into sparse rows, anything else whole.
+fn read_rows(path: &std::path::Path, dim: usize) -> Result<LoadedVectors> {
+    const CHUNK: usize = 4096;
+    let mut rows = npy::Rows::open(path)?;
+    let (n, cols) = (rows.rows, rows.cols);
+    let mut buf = Vec::new();
+    if n >= COMPACT_FROM && cols == dim && cols > 0 && cols <= 1 << 16 {
+        rows.read(&mut buf, CHUNK)?;
+        let nonzero = buf.iter().filter(|&&x| x != 0.0).count();
+        if nonzero as f64 <= SPARSE_DENSITY * buf.len() as f64 {
+            let mut sparse = SparseBuilder::default();
+            loop {
+                for row in buf.chunks_exact(cols) {
+                    sparse.push(row);
+                }
+                buf.clear();
+                if rows.read(&mut buf, CHUNK)? == 0 {
+                    break;
+                }
+            }
+            return Ok(LoadedVectors::Sparse(sparse, cols));
+        }
+    }
+    buf.reserve_exact(n * cols - buf.len());
+    rows.read(&mut buf, n)?;
+    Ok(LoadedVectors::Dense(npy::Matrix {
+        rows: n,
+        cols,
+        data: buf,
+    }))
 }

@@ -40,11 +40,11 @@ pub(crate) fn row_sum(row: &[f32]) -> u32 {
 }
 
 /// Encode the sums of `(id, row)` pairs.
-pub(crate) fn encode<'a>(rows: impl Iterator<Item = (&'a str, &'a [f32])>) -> Vec<u8> {
+pub(crate) fn encode<'a, R: AsRef<[f32]>>(rows: impl Iterator<Item = (&'a str, R)>) -> Vec<u8> {
     let mut out = Vec::from(MAGIC);
     for (id, row) in rows {
         out.extend_from_slice(&id_key(id).to_le_bytes());
-        out.extend_from_slice(&row_sum(row).to_le_bytes());
+        out.extend_from_slice(&row_sum(row.as_ref()).to_le_bytes());
     }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());

@@ -194,7 +194,12 @@ fn assert_same(store: &Store, model: &Model, context: &str) {
         } else {
             vector.iter().map(|v| v.to_bits()).collect()
         };
-        let got_bits: Vec<u32> = pool.vector(row).iter().map(|v| v.to_bits()).collect();
+        let got_bits: Vec<u32> = pool
+            .vector(row)
+            .to_dense(DIM)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
         assert_eq!(got_bits, expected, "{context}: vector of {id}");
         assert_eq!(
             pool.missing_vectors().contains(row),
@@ -228,11 +233,11 @@ fn assert_same(store: &Store, model: &Model, context: &str) {
         per_tier,
         "{context}: counts per tier"
     );
-    assert_eq!(
-        pool.vectors().len(),
-        model.live.len() * DIM,
-        "{context}: matrix size"
-    );
+    match (pool.dense_vectors(), pool.sparse_vectors()) {
+        (Some(m), None) => assert_eq!(m.len(), model.live.len() * DIM, "{context}: matrix size"),
+        (None, Some(s)) => assert_eq!(s.len(), model.live.len(), "{context}: sparse rows"),
+        _ => panic!("{context}: the vectors are held in exactly one form"),
+    }
     for id in IDS {
         let archived = store.archived(id).expect("archive reads");
         assert_eq!(
@@ -269,6 +274,8 @@ enum Step {
     Commit(Vec<Record>),
     Checkpoint,
     Reopen(Reopen),
+    /// Hold the vectors sparse (`true`) or dense: nothing observable may change.
+    Compact(bool),
 }
 
 fn id() -> impl Strategy<Value = String> {
@@ -439,6 +446,7 @@ fn step() -> impl Strategy<Value = Step> {
         16 => prop::collection::vec(record(), 1..4)
             .prop_map(Step::Commit),
         1 => Just(Step::Checkpoint),
+        1 => any::<bool>().prop_map(Step::Compact),
         1 => Just(Step::Reopen(Reopen::Drop)),
         1 => Just(Step::Reopen(Reopen::CheckpointThenDrop)),
         1 => Just(Step::Reopen(Reopen::Close)),
@@ -467,6 +475,10 @@ fn run(steps: &[Step], wal_max_bytes: u64) {
                     }
                     _ => panic!("{context}: expected {expected:?}, got {got:?}"),
                 }
+            }
+            Step::Compact(compact) => {
+                store.set_compact_vectors(*compact);
+                assert_eq!(store.pool().is_compact(), *compact, "{context}");
             }
             Step::Checkpoint => {
                 let generation = store.generation();

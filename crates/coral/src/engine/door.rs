@@ -27,6 +27,12 @@ pub(crate) struct Door {
     pub(crate) vector_save_error: Option<String>,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
     tokens: TokenSets,
+    /// From this many items the pool holds sparse vectors sparse (`retrieval.ann_threshold`,
+    /// see [`Door::keep_vector_form`]).
+    compact_from: usize,
+    /// The pool's size when its vectors last measured dense (checked again once it doubles),
+    /// 0 when not measured.
+    measured_dense_at: usize,
 }
 
 impl Door {
@@ -38,6 +44,44 @@ impl Door {
             vectors: None,
             vector_save_error: None,
             tokens: TokenSets::default(),
+            compact_from: coral_store::COMPACT_FROM,
+            measured_dense_at: 0,
+        }
+    }
+
+    /// Holds the pool's vectors in the sparse form from `threshold` items when they are sparse
+    /// (hash vectors: about 170 bytes a 384-dim row instead of 1,536, docs/ann.md "Memory"),
+    /// and dense below it, where searches take the exact path: there the scan reads the dense
+    /// matrix as before, at the same speed. Either way a row's product with a query is the
+    /// same, bit for bit (`coral_score::sparse_dot`), so results never depend on the form.
+    /// Called with the configured threshold by every search and at open, and by every commit
+    /// with the last one seen (so a pool that grows past it is compacted while it grows, not
+    /// after). A threshold of 0 turns the index off, not the memory saving: such a pool is
+    /// compact from `coral_store::COMPACT_FROM` items (the default threshold).
+    pub(crate) fn keep_vector_form(&mut self, threshold: usize) {
+        self.compact_from = match threshold {
+            0 => coral_store::COMPACT_FROM,
+            t => t,
+        };
+        let pool = self.store.pool();
+        let len = pool.len();
+        let compact = if len < self.compact_from {
+            false
+        } else if pool.is_compact() {
+            true
+        } else if self.measured_dense_at > 0 && len < 2 * self.measured_dense_at {
+            false
+        } else {
+            let sparse = pool
+                .density()
+                .is_some_and(|d| d <= coral_store::SPARSE_DENSITY);
+            if !sparse {
+                self.measured_dense_at = len;
+            }
+            sparse
+        };
+        if compact != pool.is_compact() {
+            self.store.set_compact_vectors(compact);
         }
     }
 
@@ -76,6 +120,7 @@ impl Door {
         if let Some(vectors) = &mut self.vectors {
             vectors.sync_ids(self.store.pool(), changed.iter().map(String::as_str));
         }
+        self.keep_vector_form(self.compact_from);
         result?;
         Ok(())
     }

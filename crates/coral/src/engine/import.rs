@@ -66,7 +66,7 @@ impl Engine {
             let mut records = Vec::with_capacity(chunk.len());
             for (tier, item) in chunk {
                 let vector = match snapshot.vectors.get(&item.item_id) {
-                    Some(&row) => snapshot.matrix.row(row).to_vec(),
+                    Some(&row) => snapshot.matrix.row(row, &mut Vec::new()).to_vec(),
                     None => computed.next().unwrap_or_default(),
                 };
                 if engine.door.view().get(&item.item_id).is_some() {

@@ -17,6 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK, search_terms};
 use coral_store::{Pool, tiebreak_key};
+
+use super::id_key::IdKey;
 use roaring::RoaringBitmap;
 
 /// BM25 over the pool's item contents, by item id.
@@ -24,7 +26,7 @@ use roaring::RoaringBitmap;
 pub(crate) struct KeywordIndex {
     index: Bm25Index,
     /// Item id -> slot (the document id in `index`).
-    slots: HashMap<String, u32>,
+    slots: HashMap<IdKey, u32>,
     /// Per slot: the item id (`None` when free), creation time and tie-break key.
     docs: Vec<Option<SlotDoc>>,
     free: Vec<u32>,
@@ -45,7 +47,7 @@ fn time_key(t: f64) -> i64 {
 
 #[derive(Debug)]
 struct SlotDoc {
-    id: String,
+    id: IdKey,
     timestamp: f64,
     key: u64,
 }
@@ -71,7 +73,7 @@ impl KeywordIndex {
     /// holds it.
     pub(crate) fn sync_ids<'a>(&mut self, pool: &Pool, ids: impl IntoIterator<Item = &'a str>) {
         for id in ids {
-            self.remove(id);
+            self.remove(&IdKey::of(id));
             if let Some(row) = pool.row(id) {
                 self.add(pool, row);
             }
@@ -82,17 +84,17 @@ impl KeywordIndex {
     /// the ones it lacks.
     pub(crate) fn reconcile(&mut self, pool: &Pool) {
         self.reconciled += 1;
-        let gone: Vec<String> = self
+        let gone: Vec<IdKey> = self
             .slots
             .keys()
-            .filter(|id| pool.row(id).is_none())
+            .filter(|id| id.with_str(|id| pool.row(id)).is_none())
             .cloned()
             .collect();
         for id in &gone {
             self.remove(id);
         }
         for row in 0..pool.len() as u32 {
-            if !self.slots.contains_key(&pool.item(row).item_id) {
+            if !self.slots.contains_key(&IdKey::of(&pool.item(row).item_id)) {
                 self.add(pool, row);
             }
         }
@@ -115,7 +117,10 @@ impl KeywordIndex {
             };
             // Only a filtered search needs the row now; otherwise only the winners do.
             if let Some(allow) = allow
-                && !pool.row(&doc.id).is_some_and(|row| allow.contains(row))
+                && !doc
+                    .id
+                    .with_str(|id| pool.row(id))
+                    .is_some_and(|row| allow.contains(row))
             {
                 continue;
             }
@@ -134,7 +139,7 @@ impl KeywordIndex {
             .into_iter()
             .filter_map(|mut hit| {
                 let doc = self.docs[hit.row as usize].as_ref()?;
-                hit.row = pool.row(&doc.id)?;
+                hit.row = doc.id.with_str(|id| pool.row(id))?;
                 Some(hit)
             })
             .collect()
@@ -165,7 +170,7 @@ impl KeywordIndex {
     /// The pool row of a slot's item.
     pub(crate) fn row_of(&self, pool: &Pool, slot: u32) -> Option<u32> {
         let doc = self.docs.get(slot as usize)?.as_ref()?;
-        pool.row(&doc.id)
+        doc.id.with_str(|id| pool.row(id))
     }
 
     /// The items created just before and just after a slot's, if within `gap` seconds of it.
@@ -223,14 +228,14 @@ impl KeywordIndex {
         let share = self.index.coverage_of(query, count_absent);
         move |row| {
             self.slots
-                .get(&pool.item(row).item_id)
+                .get(&IdKey::of(&pool.item(row).item_id))
                 .map_or(0.0, |&slot| share(slot))
         }
     }
 
     /// The BM25 score of one item (0 when it is not indexed or shares no term).
     pub(crate) fn score(&self, query: &Bm25Query, id: &str) -> f64 {
-        self.slots.get(id).map_or(0.0, |&slot| {
+        self.slots.get(&IdKey::of(id)).map_or(0.0, |&slot| {
             self.index.score(query, Bm25Params::default(), slot)
         })
     }
@@ -244,7 +249,7 @@ impl KeywordIndex {
             .map(|(id, &slot)| {
                 let terms = self.index.doc_terms(slot).unwrap_or_default();
                 let terms = terms.into_iter().map(|(t, f)| (t.to_string(), f)).collect();
-                (id.clone(), terms)
+                (id.to_string(), terms)
             })
             .collect()
     }
@@ -262,15 +267,16 @@ impl KeywordIndex {
         let key = tiebreak_key(&item.item_id);
         self.by_time.insert((time_key(item.timestamp), key, slot));
         self.key_sum = self.key_sum.wrapping_add(key);
-        self.slots.insert(item.item_id.clone(), slot);
+        let id = IdKey::of(&item.item_id);
+        self.slots.insert(id.clone(), slot);
         self.docs[slot as usize] = Some(SlotDoc {
-            id: item.item_id.clone(),
+            id,
             timestamp: item.timestamp,
             key,
         });
     }
 
-    fn remove(&mut self, id: &str) {
+    fn remove(&mut self, id: &IdKey) {
         if let Some(slot) = self.slots.remove(id) {
             self.index.remove(slot);
             if let Some(doc) = self.docs[slot as usize].take() {

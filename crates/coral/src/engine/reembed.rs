@@ -104,12 +104,12 @@ impl Engine {
         let fresh = self.embedder.embed(&texts)?;
         let mut checks = Vec::new();
         for (&row, query) in rows.iter().zip(&fresh) {
-            let dot = |r: usize| -> f32 { coral_score::dot(pool.vector(r as u32), query) };
+            let dot = |r: usize| -> f32 { super::pool_rows::row_dot(query, pool.vector(r as u32)) };
             let own = dot(row as usize);
             let rank = 1 + (0..pool.len()).filter(|&r| dot(r) > own).count();
             let check = ReembedCheck {
                 id: pool.item(row).item_id.clone(),
-                cosine: cosine(pool.vector(row), query),
+                cosine: cosine(&pool.vector(row).to_dense(pool.dim()), query),
                 rank,
             };
             if check.cosine < 0.999 || check.rank > 3 {

@@ -56,6 +56,7 @@ impl Engine {
         let project = asked.project.as_deref();
 
         let mut engine = self.lock();
+        engine.door.keep_vector_form(config.retrieval.ann_threshold);
         if mode == RetrievalMode::Weighted {
             // Weighted mode needs no keyword index: free it (the other modes build it again).
             engine.door.drop_keywords();
@@ -115,13 +116,7 @@ impl Engine {
                 ann,
             }),
             (_, None) => scan(
-                &coral_score::ScanRows {
-                    dim: pool.dim(),
-                    vectors: pool.vectors(),
-                    bitmaps: pool.bitmaps(),
-                    timestamps: pool.timestamps(),
-                    tiebreak: pool.tiebreaks(),
-                },
+                &super::pool_rows::scan_rows(pool),
                 &Query {
                     vector,
                     bitmap: &features.bitmap,

@@ -21,7 +21,7 @@
 use coral_heat::HeatParams;
 use coral_score::{
     BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Spread, TimeWindow, bitmap_jaccard,
-    dot, fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
+    fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
 };
 use roaring::RoaringBitmap;
 
@@ -130,13 +130,7 @@ impl State {
                 }
             }
             (Some(v), None) => rank_lists(
-                &coral_score::ScanRows {
-                    dim: pool.dim(),
-                    vectors: pool.vectors(),
-                    bitmaps: pool.bitmaps(),
-                    timestamps: pool.timestamps(),
-                    tiebreak: pool.tiebreaks(),
-                },
+                &super::pool_rows::scan_rows(pool),
                 &ListQuery {
                     vector: Some(v),
                     bitmap: &empty,
@@ -228,7 +222,9 @@ impl State {
                 let cosine = query
                     .vector
                     .filter(|v| v.len() == pool.dim())
-                    .map_or(0.0, |q| f64::from(dot(q, pool.vector(hit.row))));
+                    .map_or(0.0, |q| {
+                        f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row)))
+                    });
                 Fused {
                     row: hit.row,
                     score: hit.score,

@@ -25,7 +25,7 @@
 //! weights play no part in the ranking. Ties rank the newer item first, then by id.
 
 use coral_score::{
-    BITMAP_WORDS, Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, dot, rank_lists,
+    BITMAP_WORDS, Bitmap, Bm25Query, ListQuery, Scored, TopK, bitmap_jaccard, rank_lists,
     rrf_weighted, time_decay,
 };
 use roaring::RoaringBitmap;
@@ -81,13 +81,7 @@ impl State {
         let (keywords, vectors, store) =
             self.door.indexes(approximate.then_some(query.ann.embedder));
         let pool = store.pool();
-        let score_pool = coral_score::ScanRows {
-            dim: pool.dim(),
-            vectors: pool.vectors(),
-            bitmaps: pool.bitmaps(),
-            timestamps: pool.timestamps(),
-            tiebreak: pool.tiebreaks(),
-        };
+        let score_pool = super::pool_rows::scan_rows(pool);
         let vector = query.vector.filter(|v| v.len() == pool.dim());
         let bm25 = if bm25_weight > 0.0 {
             keywords.rank(pool, query.keywords, depth, query.allow)
@@ -168,7 +162,9 @@ impl State {
                     Some(b) => b.score,
                     None => keywords.score(query.keywords, &pool.item(hit.row).item_id),
                 };
-                let vector = vector.map_or(0.0, |q| f64::from(dot(q, pool.vector(hit.row))));
+                let vector = vector.map_or(0.0, |q| {
+                    f64::from(super::pool_rows::row_dot(q, pool.vector(hit.row)))
+                });
                 Fused {
                     row: hit.row,
                     score: hit.score,

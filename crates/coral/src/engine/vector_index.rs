@@ -25,8 +25,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use coral_ann::{AnnIndex, Filter, Params, Query, SparseIndex};
-use coral_score::{Scored, Spread, TopK, dot};
+use coral_score::{Scored, Spread, TopK};
 use coral_store::Pool;
+
+use super::id_key::IdKey;
+use super::pool_rows::row_dot;
 use roaring::RoaringBitmap;
 
 /// The file beside the data.
@@ -43,11 +46,12 @@ const SPREAD_SAMPLES: u64 = 2048;
 /// visits about as many (docs/ann.md, "Filters").
 pub(crate) const EXACT_SHARE: f64 = 0.05;
 
-/// The pool is indexed sparsely when at most this share of its vectors' components is
-/// non-zero. The walk reads about `density² · dim` entries per vector where a scan reads
-/// `dim` values; at 1M hash vectors of 384 dims the density measured 0.067 (docs/ann.md,
-/// "Which path"), while dense model vectors have density 1.
-pub(crate) const SPARSE_DENSITY: f64 = 0.25;
+/// The pool is indexed sparsely (and its vectors held sparse, `coral_store::Pool::set_compact`)
+/// when at most this share of its vectors' components is non-zero. The walk reads about
+/// `density² · dim` entries per vector where a scan reads `dim` values; at 1M hash vectors of
+/// 384 dims the density measured 0.067 (docs/ann.md, "Which path"), while dense model vectors
+/// have density 1. One value with the store's, which loads a large sparse pool compact.
+pub(crate) use coral_store::SPARSE_DENSITY;
 
 /// Rows sampled to measure the density of the pool's vectors.
 const DENSITY_SAMPLES: u64 = 4096;
@@ -107,7 +111,7 @@ pub(crate) fn pool_density(pool: &Pool) -> Option<f64> {
         if pool.missing_vectors().contains(row) {
             continue;
         }
-        let v = pool.vector(row);
+        let v = pool.vector(row).to_dense(pool.dim());
         nonzero += v.iter().filter(|x| **x != 0.0).count();
         seen += v.len();
     }
@@ -122,7 +126,7 @@ fn is_sparse(pool: &Pool) -> bool {
 /// One indexed item.
 #[derive(Debug)]
 struct Slot {
-    id: String,
+    id: IdKey,
     /// Tie-break key of the id (validates `row`).
     key: u64,
     /// Its pool row as of the last change seen.
@@ -150,7 +154,7 @@ pub(crate) struct VectorIndex {
     ann: Backend,
     /// The embedder whose vectors these are.
     embedder: String,
-    slots: HashMap<String, u32>,
+    slots: HashMap<IdKey, u32>,
     docs: Vec<Option<Slot>>,
     free: Vec<u32>,
     key_sum: u64,
@@ -241,13 +245,9 @@ impl VectorIndex {
         let key = pool.tiebreaks()[row as usize];
         let sum = self.place(pool, slot, row);
         self.key_sum = self.key_sum.wrapping_add(key);
-        self.slots.insert(item.item_id.clone(), slot);
-        self.docs[slot as usize] = Some(Slot {
-            id: item.item_id.clone(),
-            key,
-            row,
-            sum,
-        });
+        let id = IdKey::of(&item.item_id);
+        self.slots.insert(id.clone(), slot);
+        self.docs[slot as usize] = Some(Slot { id, key, row, sum });
         self.dirty = true;
     }
 
@@ -258,13 +258,13 @@ impl VectorIndex {
             self.ann.remove(slot);
             return 0;
         }
-        let v = pool.vector(row);
+        let v = pool.vector(row).to_dense(pool.dim());
         // The dimension is the pool's, so this cannot fail.
-        let _ = self.ann.insert(slot, v);
-        vector_sum(v)
+        let _ = self.ann.insert(slot, &v);
+        vector_sum(&v)
     }
 
-    fn remove(&mut self, id: &str) -> Option<u32> {
+    fn remove(&mut self, id: &IdKey) -> Option<u32> {
         let slot = self.slots.remove(id)?;
         self.ann.remove(slot);
         let doc = self.docs[slot as usize].take()?;
@@ -279,13 +279,14 @@ impl VectorIndex {
     pub(crate) fn sync_ids<'a>(&mut self, pool: &Pool, ids: impl IntoIterator<Item = &'a str>) {
         let mut holes: Vec<u32> = Vec::new();
         for id in ids {
-            match (self.slots.get(id).copied(), pool.row(id)) {
+            let key = IdKey::of(id);
+            match (self.slots.get(&key).copied(), pool.row(id)) {
                 (Some(slot), Some(row)) => {
                     let missing = pool.missing_vectors().contains(row);
                     let sum = if missing {
                         0
                     } else {
-                        vector_sum(pool.vector(row))
+                        vector_sum(&pool.vector(row).to_dense(pool.dim()))
                     };
                     let Some(doc) = self.docs[slot as usize].as_mut() else {
                         continue;
@@ -299,14 +300,14 @@ impl VectorIndex {
                         self.dirty = true;
                     }
                 }
-                (Some(_), None) => holes.extend(self.remove(id)),
+                (Some(_), None) => holes.extend(self.remove(&key)),
                 (None, Some(row)) => self.add(pool, row),
                 (None, None) => {}
             }
         }
         for p in holes {
             if (p as usize) < pool.len()
-                && let Some(&slot) = self.slots.get(&pool.item(p).item_id)
+                && let Some(&slot) = self.slots.get(&IdKey::of(&pool.item(p).item_id))
                 && let Some(doc) = self.docs[slot as usize].as_mut()
             {
                 doc.row = p;
@@ -324,10 +325,10 @@ impl VectorIndex {
     /// Returns how many items needed a change.
     pub(crate) fn reconcile(&mut self, pool: &Pool) -> usize {
         self.reconciled += 1;
-        let gone: Vec<String> = self
+        let gone: Vec<IdKey> = self
             .slots
             .keys()
-            .filter(|id| pool.row(id).is_none())
+            .filter(|id| id.with_str(|id| pool.row(id)).is_none())
             .cloned()
             .collect();
         let mut repaired = gone.len();
@@ -335,8 +336,8 @@ impl VectorIndex {
             self.remove(id);
         }
         for row in 0..pool.len() as u32 {
-            let id = &pool.item(row).item_id;
-            match self.slots.get(id).copied() {
+            let id = IdKey::of(&pool.item(row).item_id);
+            match self.slots.get(&id).copied() {
                 None => {
                     self.add(pool, row);
                     repaired += 1;
@@ -346,7 +347,7 @@ impl VectorIndex {
                     let sum = if missing {
                         0
                     } else {
-                        vector_sum(pool.vector(row))
+                        vector_sum(&pool.vector(row).to_dense(pool.dim()))
                     };
                     let Some(doc) = self.docs[slot as usize].as_mut() else {
                         continue;
@@ -384,7 +385,7 @@ impl VectorIndex {
         if pool.tiebreaks().get(doc.row as usize) == Some(&doc.key) {
             Some(doc.row)
         } else {
-            pool.row(&doc.id)
+            doc.id.with_str(|id| pool.row(id))
         }
     }
 
@@ -402,7 +403,7 @@ impl VectorIndex {
         allow: Option<&RoaringBitmap>,
     ) -> (Vec<Scored>, Spread) {
         let exact = |slot: u32| match self.row_of(pool, slot) {
-            Some(r) => dot(query, pool.vector(r)),
+            Some(r) => row_dot(query, pool.vector(r)),
             None => f32::NEG_INFINITY,
         };
         let accept = |slot: u32| {
@@ -470,7 +471,8 @@ impl VectorIndex {
             match doc {
                 None => payload.extend_from_slice(&u16::MAX.to_le_bytes()),
                 Some(d) => {
-                    let id = d.id.as_bytes();
+                    let id = d.id.to_string();
+                    let id = id.as_bytes();
                     let len = id.len().min(u16::MAX as usize - 1);
                     payload.extend_from_slice(&(len as u16).to_le_bytes());
                     payload.extend_from_slice(&id[..len]);
@@ -512,7 +514,7 @@ impl VectorIndex {
             let s = payload.get(at..at + 4)?;
             at += 4;
             docs.push(Some(Slot {
-                id: id.to_string(),
+                id: IdKey::of(id),
                 key: coral_store::tiebreak_key(id),
                 // Unknown until the reconcile below.
                 row: u32::MAX,
@@ -556,7 +558,7 @@ impl VectorIndex {
             .iter()
             .map(|(id, &slot)| {
                 let doc = self.docs[slot as usize].as_ref().expect("a slot's doc");
-                (id.clone(), (doc.sum, self.ann.contains(slot), doc.row))
+                (id.to_string(), (doc.sum, self.ann.contains(slot), doc.row))
             })
             .collect()
     }
@@ -585,7 +587,7 @@ fn sample_spread(pool: &Pool, query: &[f32], allow: Option<&RoaringBitmap>) -> S
             None => nth,
         };
         if (row as usize) < pool.len() {
-            spread.add(f64::from(dot(query, pool.vector(row))));
+            spread.add(f64::from(row_dot(query, pool.vector(row))));
         }
     }
     spread
@@ -676,6 +678,86 @@ mod tests {
         (0..n)
             .map(|i| format!("memory {i} about topic{} and word{} 第{i}条", i % 7, i % 11))
             .collect()
+    }
+
+    /// Hits with every score as bits, so that equal means byte-identical.
+    fn scored(coral: &Coral, query: &str) -> Vec<(String, [u64; 4])> {
+        let options = SearchOptions {
+            top_k: Some(8),
+            now: Some(NOW),
+            ..SearchOptions::default()
+        };
+        let hits = coral.search_with(query, options).unwrap();
+        hits.into_iter()
+            .map(|h| {
+                let s = h.scores;
+                let bits = [
+                    h.score.to_bits(),
+                    s.vector.to_bits(),
+                    s.jaccard.to_bits(),
+                    s.bm25.unwrap_or(-1.0).to_bits(),
+                ];
+                (h.item.item_id, bits)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_compact_pool_gives_the_dense_pools_results_byte_for_byte() {
+        let texts: Vec<String> = (0..90)
+            .map(|i| {
+                format!(
+                    "note {i} on topic{} with word{} and more{}",
+                    i % 7,
+                    i % 11,
+                    i % 5
+                )
+            })
+            .collect();
+        use crate::config::RetrievalMode;
+        for mode in [
+            RetrievalMode::Hybrid,
+            RetrievalMode::Weighted,
+            RetrievalMode::Rrf,
+        ] {
+            let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            let open = |dir: &Path, threshold: usize| {
+                let mut config = config(dir);
+                config.retrieval.ann_threshold = threshold;
+                config.retrieval.mode = mode;
+                Coral::open_with(config, Arc::new(HashEmbedder::new(384).unwrap())).unwrap()
+            };
+            // From 60 items the first holds its vectors sparse; the second never does.
+            let compact = open(dirs[0].path(), 60);
+            let dense = open(dirs[1].path(), 1_000_000);
+            let is_compact = |c: &Coral| c.engine().lock_raw().door.view().pool().is_compact();
+            for (i, t) in texts.iter().enumerate() {
+                insert(&compact, t);
+                insert(&dense, t);
+                assert_eq!(
+                    is_compact(&compact),
+                    i + 1 >= 60,
+                    "{mode:?}: after {} items",
+                    i + 1
+                );
+            }
+            assert!(!is_compact(&dense));
+            for q in ["topic3 word5", "more2 note", "word7 topic1 more4 note 12"] {
+                assert_eq!(scored(&compact, q), scored(&dense, q), "{mode:?}: {q:?}");
+            }
+            // Below the threshold again: dense, as before.
+            for id in compact
+                .export()
+                .unwrap()
+                .iter()
+                .take(40)
+                .map(|h| h.item.item_id.clone())
+            {
+                compact.delete(&id).unwrap();
+            }
+            scored(&compact, "topic3");
+            assert!(!is_compact(&compact), "{mode:?}");
+        }
     }
 
     #[test]

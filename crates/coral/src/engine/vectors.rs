@@ -119,7 +119,7 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
     let pool = store.pool();
     let rows: Vec<u32> = sample_rows(store, SAMPLE)
         .into_iter()
-        .filter(|&r| pool.vector(r).iter().any(|&x| x != 0.0))
+        .filter(|&r| !pool.vector(r).is_zero())
         .collect();
     if rows.is_empty() {
         return Ok(embedder.name().to_string());
@@ -132,7 +132,7 @@ fn recognise(store: &Store, embedder: &dyn Embedder) -> Result<String> {
         let sum: f64 = rows
             .iter()
             .zip(vectors)
-            .map(|(&r, v)| cosine(pool.vector(r), v))
+            .map(|(&r, v)| cosine(&pool.vector(r).to_dense(pool.dim()), v))
             .sum();
         sum / rows.len() as f64
     };
@@ -159,12 +159,14 @@ pub(crate) fn snapshot_matches(
     if let Some(meta) = read_meta(&vector_meta_path(&paths.vectors)) {
         return Ok(meta.embedder == embedder.name());
     }
-    let sample: Vec<(&str, &[f32])> = snapshot
+    let sample: Vec<(&str, Vec<f32>)> = snapshot
         .items
         .iter()
         .filter_map(|(_, item)| {
             let row = *snapshot.vectors.get(&item.item_id)?;
-            Some((item.content.as_str(), snapshot.matrix.row(row)))
+            let mut scratch = Vec::new();
+            let v = snapshot.matrix.row(row, &mut scratch).to_vec();
+            Some((item.content.as_str(), v))
         })
         .filter(|(_, v)| v.iter().any(|&x| x != 0.0))
         .take(SAMPLE)
