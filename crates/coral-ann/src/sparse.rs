@@ -101,7 +101,7 @@ pub struct SparseIndex {
     max_norm: f32,
     /// The largest code step inserted (bounds the quantisation of a product).
     max_scale: f32,
-    scratch: Mutex<Vec<Box<Scratch>>>,
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 impl SparseIndex {
@@ -368,7 +368,7 @@ impl SparseIndex {
         let mut floor = f32::NEG_INFINITY;
         let blocks = self.labels.len().div_ceil(1 << self.block_bits);
         for b in 0..blocks {
-            let Scratch { acc, seen } = &mut *sc;
+            let Scratch { acc, seen } = &mut sc;
             let base = b << self.block_bits;
             let len = (self.labels.len() - base).min(1 << self.block_bits);
             let before = cands.len();
@@ -479,8 +479,8 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new() -> Box<Scratch> {
-        Box::new(Scratch {
+    fn new() -> Scratch {
+        Scratch {
             acc: vec![0.0; MAX_BLOCK]
                 .into_boxed_slice()
                 .try_into()
@@ -489,7 +489,7 @@ impl Scratch {
                 .into_boxed_slice()
                 .try_into()
                 .expect("a slice of MAX_BLOCK / 64 words"),
-        })
+        }
     }
 }
 

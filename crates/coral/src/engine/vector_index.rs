@@ -58,9 +58,9 @@ const DENSITY_SAMPLES: u64 = 4096;
 
 /// The index proper, labelled by slot.
 enum Backend {
-    /// Boxed: the graph's struct is twice the sparse index's.
+    /// Both boxed: the structs are a few hundred bytes each and of different sizes.
     Graph(Box<AnnIndex>),
-    Sparse(SparseIndex),
+    Sparse(Box<SparseIndex>),
 }
 
 impl Backend {
@@ -176,7 +176,7 @@ fn vector_sum(v: &[f32]) -> u32 {
 impl VectorIndex {
     fn empty(dim: usize, embedder: &str, sparse: bool) -> Option<VectorIndex> {
         let ann = if sparse {
-            Backend::Sparse(SparseIndex::new(dim).ok()?)
+            Backend::Sparse(Box::new(SparseIndex::new(dim).ok()?))
         } else {
             Backend::Graph(Box::new(AnnIndex::new(dim, Params::default()).ok()?))
         };
