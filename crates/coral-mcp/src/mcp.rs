@@ -152,7 +152,11 @@ impl ServerHandler for CoralServer {
     ) -> Result<InitializeResult, McpError> {
         // Calls made before the roots arrive wait for them (session_project.rs).
         if self.registry.project().is_auto() && request.capabilities.roots.is_some() {
-            self.session.expect();
+            self.session.expect(
+                context
+                    .extensions
+                    .get::<crate::session_project::RootsChanges>(),
+            );
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -170,7 +174,7 @@ impl ServerHandler for CoralServer {
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         if self.registry.project().is_auto() {
-            self.session.refresh(&context.peer).await;
+            self.session.changed(&context.peer).await;
         }
     }
 

@@ -12,13 +12,19 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coral::Coral;
+use futures_core::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
 use crate::http::{HttpOptions, check_bind, shutdown_signal};
 use crate::http_guard::Guard;
 use crate::mcp::CoralServer;
+use crate::session_project::RootsChanges;
 use crate::tools::Registry;
 
 /// The path of the MCP endpoint.
@@ -59,7 +65,7 @@ pub fn serve_with(coral: Coral, options: HttpOptions, registry: Registry) -> any
     errln!("coral: {}", socket.state());
     let service = StreamableHttpService::new(
         move || Ok(handler.for_session()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(InOrderSessions::default()),
         config,
     );
     let served = runtime.block_on(async move {
@@ -119,4 +125,95 @@ async fn session_ended(
         *response.body_mut() = axum::body::Body::empty();
     }
     response
+}
+
+/// rmcp's in-process sessions, with each session's roots announcements counted as its client's
+/// messages arrive (`session_project.rs`): a notification is counted before its POST is
+/// answered, so before the client sends the call that follows it.
+#[derive(Default)]
+struct InOrderSessions {
+    inner: LocalSessionManager,
+    roots: std::sync::Mutex<std::collections::HashMap<SessionId, RootsChanges>>,
+}
+
+impl InOrderSessions {
+    fn observe(&self, id: &SessionId, message: &mut ClientJsonRpcMessage) {
+        // A poisoned lock only means a panic elsewhere; the map itself is always whole.
+        let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        roots.entry(id.clone()).or_default().observe(message);
+    }
+}
+
+impl SessionManager for InOrderSessions {
+    type Error = <LocalSessionManager as SessionManager>::Error;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.inner.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.observe(id, &mut message);
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.observe(id, &mut message);
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.observe(id, &mut message);
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.resume(id, last_event_id).await
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.inner.restore_session(id).await
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
+    }
 }

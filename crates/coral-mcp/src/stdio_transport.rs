@@ -25,6 +25,7 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::session_project::RootsChanges;
 use crate::stdio_frames::{Frame, FrameReader, MAX_MESSAGE_BYTES};
 
 /// JSON-RPC's parse error.
@@ -206,6 +207,8 @@ pub struct StdioTransport {
     /// a notification or a response (it expects `initialize`), so those are dropped: no
     /// client waits for an answer to them.
     requested: bool,
+    /// The client's roots announcements, counted in message order.
+    roots: RootsChanges,
 }
 
 impl Transport<RoleServer> for StdioTransport {
@@ -228,12 +231,13 @@ impl Transport<RoleServer> for StdioTransport {
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             // `recv` is cancel-safe and nothing below awaits, as rmcp's select! needs.
-            let message = self.incoming.recv().await?;
+            let mut message = self.incoming.recv().await?;
             if !self.requested && !matches!(message, JsonRpcMessage::Request(_)) {
                 errln!("coral: ignored a notification or response sent before initialize");
                 continue;
             }
             self.requested = true;
+            self.roots.observe(&mut message);
             return Some(message);
         }
     }
@@ -274,6 +278,7 @@ where
         incoming,
         outgoing,
         requested: false,
+        roots: RootsChanges::default(),
     };
     (transport, writer)
 }

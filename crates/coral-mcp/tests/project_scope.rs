@@ -275,6 +275,77 @@ fn a_client_with_roots_gets_its_memories_tagged_with_its_workspace() {
     );
 }
 
+/// A call written right behind `notifications/roots/list_changed` (in the same write, as a
+/// client that changes workspace and inserts at once does) is tagged with the new roots, every
+/// time: rmcp runs each message in its own task, so the server must note the change in message
+/// order, not when the notification's task happens to run.
+#[test]
+fn a_call_right_after_roots_list_changed_gets_the_new_roots() {
+    const ROUNDS: usize = 40;
+    let home = Home::new(json!({}));
+    let places = tempfile::tempdir().unwrap();
+    let launch = places.path().join("launch");
+    std::fs::create_dir(&launch).unwrap();
+    let shop = git_repo(places.path(), "shop");
+    let cafe = places.path().join("cafe");
+    std::fs::create_dir(&cafe).unwrap();
+
+    let mut client = Client::start(&home, &launch, &["--project", "auto"]);
+    client.initialize(true);
+    client.answer_roots(&[&shop]);
+    let mut expected_projects = Vec::new();
+    for round in 0..ROUNDS {
+        let dir = if round % 2 == 0 { &cafe } else { &shop };
+        let id = client.next_id;
+        client.next_id += 1;
+        // Words of their own, so that no two rounds' memories merge as near-duplicates.
+        let digest: String = Sha256::digest(format!("round {round}").as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let words: Vec<&str> = (0..6).map(|i| &digest[i * 8..i * 8 + 8]).collect();
+        let content = format!("Workspace switch {}", words.join(" "));
+        let notice = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"});
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "memory_insert", "arguments": {"content": content}}});
+        write!(client.stdin, "{notice}\n{call}\n").unwrap();
+        client.stdin.flush().unwrap();
+        // The roots request and the call's answer, in whichever order they come.
+        let mut answered = false;
+        let mut asked = false;
+        while !(answered && asked) {
+            let message = client.read();
+            if message["method"] == "roots/list" {
+                let roots = json!([{"uri": file_uri(dir), "name": "workspace"}]);
+                client.send(json!({"jsonrpc": "2.0", "id": message["id"],
+                                   "result": {"roots": roots}}));
+                asked = true;
+            } else {
+                assert_eq!(message["id"], id, "{message}");
+                assert_eq!(
+                    message["result"]["structuredContent"]["inserted"], true,
+                    "{message}"
+                );
+                answered = true;
+            }
+        }
+        expected_projects.push((content, expected(dir)));
+    }
+    client.finish();
+    let stored = home.projects();
+    assert_eq!(stored.len(), ROUNDS, "{stored:?}");
+    let wrong: Vec<_> = expected_projects
+        .iter()
+        .filter(|&(content, project)| {
+            !stored
+                .iter()
+                .any(|(c, p)| c == content && p.as_ref() == Some(project))
+        })
+        .map(|(content, _)| content.as_str())
+        .collect();
+    assert!(wrong.is_empty(), "tagged with the old roots: {wrong:?}");
+}
+
 #[test]
 fn without_roots_the_launch_directory_names_the_project() {
     let home = Home::new(json!({}));

@@ -29,6 +29,10 @@ from mcp.client.streamable_http import streamable_http_client
 warnings.filterwarnings("ignore", message="The roots capability is deprecated")
 
 
+# How many times `work` switches the roots after the first change.
+SWITCHES = 12
+
+
 def check(condition, what):
     if not condition:
         raise SystemExit(f"FAILED: {what}")
@@ -73,6 +77,19 @@ async def work(session, roots, shop, bakery, label):
     hits = found.structured_content["hits"]
     check(hits and hits[0]["project"] == expected(bakery),
           f"{label}: after roots/list_changed, tagged {expected(bakery)}: {hits}")
+    # Switching back and forth, each insert sent right behind its announcement: every one is
+    # tagged with the roots announced before it (the server counts announcements in order).
+    inserted = []
+    for n in range(SWITCHES):
+        place = shop if n % 2 == 0 else bakery
+        roots[:] = [place]
+        await session.send_roots_list_changed()
+        words = hashlib.sha256(f"{label} {n}".encode()).hexdigest()
+        content = f"Switch {n} {' '.join(words[i:i + 8] for i in range(0, 48, 8))}"
+        r = await session.call_tool("memory_insert", {"content": content})
+        check(not r.is_error, f"{label}: switch {n}: {r}")
+        inserted.append((content, expected(place)))
+    return inserted
 
 
 def callback(roots):
@@ -90,17 +107,27 @@ async def over_stdio(coral, tmp):
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, list_roots_callback=callback(roots)) as session:
-            await work(session, roots, shop, bakery, "stdio")
+            switched = await work(session, roots, shop, bakery, "stdio")
     # Without roots: the launch directory (not a git work tree) names the project.
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             await session.call_tool("memory_insert", {"content": "Backups run at midnight"})
-    out = subprocess.run([coral, "--data-dir", data, "-q", "export"],
-                         capture_output=True, text=True, check=True)
-    projects = {json.loads(l)["content"]: json.loads(l).get("project") for l in out.stdout.splitlines()}
+    projects = exported(coral, data)
     check(projects.get("Backups run at midnight") == expected(launch),
           f"no roots: the launch directory's project {expected(launch)}: {projects}")
+    check_switched(projects, switched, "stdio")
+
+
+def exported(coral, data):
+    out = subprocess.run([coral, "--data-dir", data, "-q", "export"],
+                         capture_output=True, text=True, check=True)
+    return {json.loads(l)["content"]: json.loads(l).get("project") for l in out.stdout.splitlines()}
+
+
+def check_switched(projects, switched, label):
+    wrong = [(c, p, projects.get(c)) for c, p in switched if projects.get(c) != p]
+    check(not wrong, f"{label}: inserts right after roots/list_changed tagged with old roots: {wrong}")
 
 
 async def over_http(coral, tmp):
@@ -116,10 +143,11 @@ async def over_http(coral, tmp):
         roots = [shop]
         async with streamable_http_client(url) as (read, write, *_):
             async with ClientSession(read, write, list_roots_callback=callback(roots)) as session:
-                await work(session, roots, shop, bakery, "http")
+                switched = await work(session, roots, shop, bakery, "http")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    check_switched(exported(coral, data), switched, "http")
 
 
 async def main(coral):
