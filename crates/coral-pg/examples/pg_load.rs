@@ -102,6 +102,7 @@ fn main() {
             ef_search: 100,
             embedder: None,
             window: None,
+            cold: coral_pg::ColdFilter::All,
         };
         let t = Instant::now();
         let hits = store.search(&query, 10).expect("search");

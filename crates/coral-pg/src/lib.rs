@@ -24,18 +24,22 @@
 //! ```
 
 mod error;
+mod governance;
 mod memory;
 mod options;
 mod pool;
 mod schema;
+mod schema_v2;
 mod search;
 mod sql;
+mod sql_tiers;
 mod store;
 mod threads;
 
 pub use error::{Error, Result};
+pub use governance::{Governing, HeatRow, Removed, TierUsage, Usage};
 pub use memory::{InsertOutcome, NewMemory, Stored, TierCounts};
 pub use options::{PgOptions, URL_ENV};
 pub use schema::SCHEMA_VERSION;
-pub use search::{Candidates, Hit, SPREAD_SAMPLES, SearchQuery};
+pub use search::{Candidates, ColdFilter, Hit, SPREAD_SAMPLES, SearchQuery};
 pub use store::{MAX_TENANT_BYTES, PgStore};

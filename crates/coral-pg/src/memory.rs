@@ -334,7 +334,12 @@ fn put(
 /// the ids that were there.
 pub(crate) fn delete(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<String>> {
     let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-    pool.transaction("delete", |tx| {
+    pool.transaction("delete", |tx| delete_in(tx, tenant, &ids))
+}
+
+/// [`delete`] inside a transaction of the caller's (governance's removals).
+pub(crate) fn delete_in(tx: &mut Tx<'_>, tenant: &str, ids: &[String]) -> Result<Vec<String>> {
+    {
         let rows = tx.query(sql::DELETE_ITEMS, &[&tenant, &ids])?;
         if rows.is_empty() {
             return Ok(Vec::new());
@@ -363,7 +368,7 @@ pub(crate) fn delete(pool: &Pool, tenant: &str, ids: &[&str]) -> Result<Vec<Stri
             &[&tenant, &stat_shard(), &docs, &-total_len],
         )?;
         Ok(gone)
-    })
+    }
 }
 
 /// Memories by id (those that exist), in no particular order.

@@ -13,14 +13,14 @@ use crate::error::{Error, Result};
 use crate::pool::Pool;
 
 /// The newest schema this build knows.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Advisory lock key of migrations and of index creation (a constant of Coral's own: "coral"
 /// in ASCII, then "schema").
 pub(crate) const SCHEMA_LOCK: i64 = 0x636f_7261_6c5f_7363;
 
 /// Migrations by version: migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, crate::schema_v2::V2];
 
 /// Version 1: memories (items, heat, vectors, postings, document statistics, projects) and
 /// threads (threads, steps).

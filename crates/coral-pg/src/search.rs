@@ -19,7 +19,7 @@ use tokio_postgres::types::ToSql;
 use crate::error::{Error, Result};
 use crate::memory::{Stored, stored};
 use crate::pool::{Params, Pool};
-use crate::sql;
+use crate::{sql, sql_tiers};
 
 /// Rows sampled for the spread of the query's dot products (as the local approximate index
 /// does: docs/ann.md).
@@ -48,6 +48,41 @@ pub struct SearchQuery<'a> {
     /// A time-shaped query's window (`coral_score::time_window`): its newest items are
     /// candidates too ([`Candidates::window`]).
     pub window: Option<&'a TimeWindow>,
+    /// Which cold memories are searched (`retrieval.include_cold`, `memory.cold_scan_lines`).
+    pub cold: ColdFilter,
+}
+
+/// Which cold memories a search sees; hot and warm ones are always searched. The filter is
+/// applied in the database (in the HNSW scan, the postings, the neighbours and the window), so
+/// a search still returns its k rows when many are cold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColdFilter {
+    /// Every cold memory.
+    #[default]
+    All,
+    /// Only the `n` newest cold memories by creation time (ties: the order they were stored);
+    /// `Newest(0)` searches none.
+    Newest(usize),
+}
+
+impl ColdFilter {
+    /// The filter of `include_cold` and `cold_scan_lines` (0: all), as the local pool's
+    /// `cold_filter` reads them.
+    pub fn of(include_cold: bool, cold_scan_lines: usize) -> ColdFilter {
+        match (include_cold, cold_scan_lines) {
+            (false, _) => ColdFilter::Newest(0),
+            (true, 0) => ColdFilter::All,
+            (true, n) => ColdFilter::Newest(n),
+        }
+    }
+
+    /// The statements' limit on cold rows, `None` when every one passes.
+    fn limit(self) -> Option<i64> {
+        match self {
+            ColdFilter::All => None,
+            ColdFilter::Newest(n) => Some(i64::try_from(n).unwrap_or(i64::MAX)),
+        }
+    }
 }
 
 /// The candidates of one search, numbered `0..items.len()`; the rankings refer to them by
@@ -123,7 +158,20 @@ pub(crate) fn candidates(
         .vector
         .filter(|_| query.params.vector > 0.0)
         .map(|v| Vector::from(v.to_vec()));
-    let (nearest, sample) = (sql::nearest(dim), sql::sample_dots(dim));
+    let cold = query.cold.limit();
+    let (nearest, sample) = match cold {
+        None => (sql::nearest(dim), sql::sample_dots(dim)),
+        Some(_) => (
+            sql_tiers::nearest_filtered(dim),
+            sql_tiers::sample_dots_filtered(dim),
+        ),
+    };
+    let (postings_filtered, count_filtered, window_filtered) = (
+        sql_tiers::postings_filtered(),
+        sql_tiers::count_filtered(),
+        sql_tiers::created_between_filtered(),
+    );
+    let cold_limit = cold.unwrap_or(0);
     let limit = ef as i64;
     let begin = format!(
         "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
@@ -135,38 +183,63 @@ pub(crate) fn candidates(
         let project = query.project.unwrap_or_default();
         let postings_in: [&(dyn ToSql + Sync); 3] = [&tenant, &names, &project];
         let in_project: [&(dyn ToSql + Sync); 2] = [&tenant, &project];
-        let nearest_params: [&(dyn ToSql + Sync); 5] =
-            [&tenant, &vector, &query.project, &limit, &query.embedder];
-        let sample_params: [&(dyn ToSql + Sync); 5] = [
+        let postings_cold: [&(dyn ToSql + Sync); 4] =
+            [&tenant, &names, &query.project, &cold_limit];
+        let count_cold: [&(dyn ToSql + Sync); 3] = [&tenant, &query.project, &cold_limit];
+        let nearest_params: [&(dyn ToSql + Sync); 6] = [
+            &tenant,
+            &vector,
+            &query.project,
+            &limit,
+            &query.embedder,
+            &cold_limit,
+        ];
+        let sample_params: [&(dyn ToSql + Sync); 6] = [
             &tenant,
             &vector,
             &query.project,
             &SPREAD_SAMPLES,
             &query.embedder,
+            &cold_limit,
         ];
+        // The unfiltered statements take five parameters, the cold filter's a sixth.
+        let arity = if cold.is_some() { 6 } else { 5 };
         let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
         if keywords {
             statements.push((sql::DOC_STATS, &by_tenant));
-            match query.project {
-                None => statements.push((sql::POSTINGS, &postings_all)),
-                Some(_) => {
+            match (query.project, cold) {
+                (_, Some(_)) => {
+                    statements.push((&postings_filtered, &postings_cold));
+                    statements.push((&count_filtered, &count_cold));
+                }
+                (None, None) => statements.push((sql::POSTINGS, &postings_all)),
+                (Some(_), None) => {
                     statements.push((sql::POSTINGS_IN_PROJECT, &postings_in));
                     statements.push((sql::COUNT_IN_PROJECT, &in_project));
                 }
             }
         }
         if vector.is_some() {
-            statements.push((&nearest, &nearest_params));
-            statements.push((&sample, &sample_params));
+            statements.push((&nearest, &nearest_params[..arity]));
+            statements.push((&sample, &sample_params[..arity]));
         }
         // The window's newest: enough that `depth` remain beside every possible candidate of
         // the rankings (4 × depth by keywords, depth by vector).
         let (start, end) = query.window.map_or((0.0, 0.0), |w| (w.start, w.end));
         let window_limit = (6 * query.depth.max(1)) as i64;
-        let window_params: [&(dyn ToSql + Sync); 5] =
-            [&tenant, &start, &end, &window_limit, &query.project];
+        let window_params: [&(dyn ToSql + Sync); 6] = [
+            &tenant,
+            &start,
+            &end,
+            &window_limit,
+            &query.project,
+            &cold_limit,
+        ];
         if query.window.is_some() {
-            statements.push((sql::CREATED_BETWEEN, &window_params));
+            match cold {
+                None => statements.push((sql::CREATED_BETWEEN, &window_params[..5])),
+                Some(_) => statements.push((&window_filtered, &window_params)),
+            }
         }
         let mut results = tx.query_all(&statements)?.into_iter();
         let mut numbers = Numbering::default();
@@ -174,9 +247,9 @@ pub(crate) fn candidates(
         let (bm25, bm25_spread, coverage) = if keywords {
             let stats = results.next().unwrap_or_default();
             let postings = results.next().unwrap_or_default();
-            let population = match query.project {
-                None => None,
-                Some(_) => results
+            let population = match (query.project, cold) {
+                (None, None) => None,
+                _ => results
                     .next()
                     .unwrap_or_default()
                     .first()
@@ -432,7 +505,13 @@ fn neighbour_context(
         best.truncate(limit);
     }
     let keys: Vec<i64> = best.iter().map(|&(i, _)| positive[i as usize].0).collect();
-    let rows = tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?;
+    let rows = match query.cold.limit() {
+        None => tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?,
+        Some(n) => tx.query(
+            &sql_tiers::neighbours_filtered(),
+            &[&tenant, &keys, &query.project, &n],
+        )?,
+    };
     // Per candidate key: its own time and the rows around it.
     let mut around: HashMap<i64, Vec<Near>> = HashMap::new();
     let mut own_time: HashMap<i64, i64> = HashMap::new();

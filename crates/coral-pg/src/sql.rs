@@ -29,8 +29,8 @@ pub(crate) const PUT: &str = "WITH item AS ( \
      ON CONFLICT (tenant, item_id) DO NOTHING RETURNING key), \
      heat AS (INSERT INTO coral_heat (tenant, key, access_count, last_access) \
      SELECT $1, key, $13, $14 FROM item), \
-     vec AS (INSERT INTO coral_vectors (tenant, key, project, dim, embedder, sample, embedding) \
-     SELECT $1, key, $4, $15, $16, random(), $17 FROM item WHERE $17::vector IS NOT NULL), \
+     vec AS (INSERT INTO coral_vectors (tenant, key, project, dim, embedder, sample, embedding, tier) \
+     SELECT $1, key, $4, $15, $16, random(), $17, $3 FROM item WHERE $17::vector IS NOT NULL), \
      post AS (INSERT INTO coral_postings (tenant, term, key, tf, len) \
      SELECT $1, u.t, item.key, u.f, $11 FROM item, unnest($10::text[], $18::int4[]) AS u(t, f)), \
      stats AS (INSERT INTO coral_doc_stats (tenant, shard, docs, total_len) \

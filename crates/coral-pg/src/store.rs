@@ -5,6 +5,7 @@ use coral_score::Bm25Query;
 use coral_thread::ThreadView;
 
 use crate::error::{Error, Result};
+use crate::governance::{self, Governing};
 use crate::memory::{self, InsertOutcome, NewMemory, Stored, TierCounts};
 use crate::options::PgOptions;
 use crate::pool::Pool;
@@ -154,6 +155,29 @@ impl PgStore {
         memory::dots(&self.pool, &self.tenant, self.dim, ids, vector, embedder)
     }
 
+    /// One governance pass (docs/postgres.md, "Tiers and governance"): `body` runs in one
+    /// transaction after the tenant's governance lock is taken, so passes of several processes
+    /// on one tenant run one at a time, each seeing what the previous one committed; what it
+    /// moves, archives and removes commits together or not at all. A serialization failure
+    /// runs `body` again, so it must decide from what it reads.
+    pub fn govern<T>(
+        &self,
+        mut body: impl FnMut(&mut Governing<'_, '_>) -> Result<T>,
+    ) -> Result<T> {
+        let tenant = self.tenant.as_str();
+        self.pool.transaction("governance", |tx| {
+            tx.query(crate::sql_tiers::LOCK_GOVERN, &[&tenant])?;
+            body(&mut Governing { tx, tenant })
+        })
+    }
+
+    /// The latest archive entry of `id` (evicted, trimmed or over a project quota).
+    pub fn archived(&self, id: &str) -> Result<Option<coral_store::Item>> {
+        let tenant = self.tenant.as_str();
+        self.pool
+            .transaction("archive", |tx| governance::archived(tx, tenant, id))
+    }
+
     /// Memories per tier.
     pub fn count(&self) -> Result<TierCounts> {
         memory::count(&self.pool, &self.tenant)
@@ -188,6 +212,7 @@ impl PgStore {
             ef_search: 100.max(k),
             embedder: None,
             window: None,
+            cold: crate::search::ColdFilter::All,
         };
         self.search(&query, k)
     }

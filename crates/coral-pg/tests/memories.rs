@@ -56,6 +56,7 @@ fn insert_get_search_delete_round_trip() {
         ef_search: 100,
         embedder: None,
         window: None,
+        cold: coral_pg::ColdFilter::All,
     };
     let hits = store.search(&query, 3).unwrap();
     assert_eq!(ids(&hits)[0], memories[0].id());
@@ -205,6 +206,7 @@ fn bm25_scores_equal_the_local_index() {
             ef_search: 100,
             embedder: None,
             window: None,
+            cold: coral_pg::ColdFilter::All,
         };
         let found = store.candidates(&query).unwrap();
         let got: Vec<(String, f64)> = found

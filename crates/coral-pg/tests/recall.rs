@@ -126,6 +126,7 @@ fn hnsw_recall_at_10_against_the_exact_scan() {
                 ef_search: 100,
                 embedder: None,
                 window: None,
+                cold: coral_pg::ColdFilter::All,
             };
             let found = store.candidates(&query).unwrap();
             let got: Vec<String> = found

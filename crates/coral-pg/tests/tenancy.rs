@@ -54,6 +54,7 @@ fn a_tenant_never_sees_or_changes_another_tenants_rows() {
         ef_search: 100,
         embedder: None,
         window: None,
+        cold: coral_pg::ColdFilter::All,
     };
     let seen = b.candidates(&query).unwrap();
     assert!(seen.items.is_empty() && seen.bm25.is_empty() && seen.vector.is_empty());

@@ -89,8 +89,9 @@ impl Coral {
             let backend = PgBackend::open(config.clone(), embedder)?;
             // Standing facts worth one line: what the database does not do yet.
             let notices = vec![
-                "storage.backend = \"postgres\": tiers, capacity, quotas and distillation are not \
-                 applied to the database yet; every memory stays hot (docs/postgres.md)"
+                "storage.backend = \"postgres\": tiers, capacity, the quotas, the archive and the \
+                 removal guard are applied per tenant; distillation and coral report are not \
+                 served by the database yet (docs/postgres.md)"
                     .to_string(),
             ];
             let timeline = TimelineSlot::new(&config, backend.config.redaction().clone());
@@ -256,7 +257,10 @@ impl Coral {
 
     /// An archived (evicted or distilled) memory by id.
     pub fn get_archived(&self, id: &str) -> Result<Option<Item>> {
-        let l = self.backend.local("reading the archive")?;
+        let l = match &self.backend {
+            Backend::Local(l) => l,
+            Backend::Postgres(p) => return p.get_archived(id),
+        };
         Ok(l.engine.lock().door.view().archived(id)?)
     }
 
@@ -391,20 +395,19 @@ impl Coral {
 
     /// What the configuration in force would remove now, and whether a change is held.
     pub fn removal_preview(&self) -> Result<(RemovalPreview, Option<Held>)> {
-        Ok(self
-            .backend
-            .local("governance's removal preview")?
-            .engine
-            .removal_preview())
+        match &self.backend {
+            Backend::Local(l) => Ok(l.engine.removal_preview()),
+            Backend::Postgres(p) => p.removal_preview(),
+        }
     }
 
     /// Accept the limits of the configuration in force, whatever they remove, and govern now
     /// (`coral govern --confirm`; a tool's `confirm: true`).
     pub fn confirm_removals(&self) -> Result<Confirmed> {
-        self.backend
-            .local("confirming governance's removals")?
-            .engine
-            .confirm_removals()
+        match &self.backend {
+            Backend::Local(l) => l.engine.confirm_removals(),
+            Backend::Postgres(p) => p.confirm_removals(),
+        }
     }
 
     // Reports.
@@ -497,15 +500,7 @@ impl Coral {
     fn apply_config(&self, config: Config, confirmed: bool) -> Result<()> {
         match &self.backend {
             Backend::Local(l) => l.engine.apply_config(config, unix_now(), confirmed),
-            Backend::Postgres(p) => {
-                // Nothing to govern yet: tiers and governance are not served by the database.
-                p.config.swap(config);
-                if let Some(r) = p.config.reloader() {
-                    r.mark_seen();
-                    r.set_error(None);
-                }
-                Ok(())
-            }
+            Backend::Postgres(p) => p.apply_config(config, confirmed),
         }
     }
 
@@ -547,7 +542,7 @@ impl Coral {
         }
         let file = self.config_file()?;
         let planned = file.preview_set(key, value.clone())?;
-        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm)? {
             return Ok(ConfigChange::NeedsConfirmation(preview));
         }
         let edit = file.set(key, value)?;
@@ -564,7 +559,7 @@ impl Coral {
     ) -> Result<ConfigChange> {
         let file = self.config_file()?;
         let planned = file.reset_for_tool(key_path, false)?;
-        if let Some(preview) = self.needs_confirmation(&planned.config, confirm) {
+        if let Some(preview) = self.needs_confirmation(&planned.config, confirm)? {
             return Ok(ConfigChange::NeedsConfirmation(preview));
         }
         let edit = file.reset_for_tool(key_path, true)?;
@@ -588,20 +583,23 @@ impl Coral {
     }
 
     /// The preview of `planned` when it would remove in bulk and is not confirmed.
-    fn needs_confirmation(&self, planned: &Config, confirm: bool) -> Option<RemovalPreview> {
+    fn needs_confirmation(
+        &self,
+        planned: &Config,
+        confirm: bool,
+    ) -> Result<Option<RemovalPreview>> {
         if confirm {
-            return None;
+            return Ok(None);
         }
         let current = self.config();
         let mut planned = planned.clone();
         planned.base_dir = current.base_dir.clone();
         planned.data_dir_override = current.data_dir_override.clone();
-        let Backend::Local(l) = &self.backend else {
-            // The database's memories are never governed yet: nothing a change could remove.
-            return None;
+        let preview = match &self.backend {
+            Backend::Local(l) => l.engine.preview_change(&planned),
+            Backend::Postgres(p) => p.preview_change(&planned)?,
         };
-        let preview = l.engine.preview_change(&planned);
-        preview.in_bulk().then_some(preview)
+        Ok(preview.in_bulk().then_some(preview))
     }
 
     // Threads.

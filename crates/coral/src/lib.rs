@@ -30,6 +30,7 @@ mod limits;
 mod list;
 mod live_config;
 mod models;
+mod pg_govern;
 mod postgres;
 mod prepare;
 mod rank;

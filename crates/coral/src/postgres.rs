@@ -8,14 +8,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use coral_embed::{Embedder, item_id, text_features, token_count};
-use coral_pg::{NewMemory, PgOptions, PgStore, SearchQuery};
+use std::io::Write as _;
+
+use coral_pg::{ColdFilter, NewMemory, PgOptions, PgStore, SearchQuery};
 use coral_score::{bitmap_jaccard, fuse_hybrid, time_decay};
 use coral_store::{Item, Tier, tiebreak_key};
 use coral_thread::{Status as ThreadStatus, StatusReport, ThreadView};
 
 use crate::config::{Config, RetrievalMode};
 use crate::engine::RRF_DEPTH;
+use crate::engine::guard::{Confirmed, Held, RemovalLimits, RemovalPreview, held_line};
 use crate::error::{Error, Result};
+use crate::governance::{Governance, GovernanceStats};
+use crate::pg_govern::{self, Projects};
 use crate::limits::{check_importance, unix_now};
 use crate::list::{ListPage, ListQuery, list_rows};
 use crate::live_config::LiveConfig;
@@ -49,6 +54,10 @@ pub(crate) struct PgBackend {
     pub(crate) embedder_note: Option<String>,
     /// Why the last search's hits could not be counted, until one is.
     unrecorded: Mutex<Option<String>>,
+    /// What governance did since open (`governance.rs`'s counters, as locally).
+    governance: Governance,
+    /// The change held back by the removal guard, as this process last saw it.
+    held: Mutex<Option<Held>>,
 }
 
 impl PgBackend {
@@ -66,6 +75,8 @@ impl PgBackend {
             embedder,
             embedder_note: None,
             unrecorded: Mutex::new(None),
+            governance: Governance::default(),
+            held: Mutex::new(None),
         })
     }
 
@@ -74,8 +85,8 @@ impl PgBackend {
         self.store.tenant()
     }
 
-    /// Picks up a changed config file (as the local engine does at the start of each call;
-    /// nothing here is governed: tiers and governance are not served yet).
+    /// Picks up a changed config file (as the local engine does at the start of each call),
+    /// and governs under it at once (a lower capacity evicts right away; no distillation).
     pub(crate) fn refresh_config(&self) {
         let Some(r) = self.config.reloader() else {
             return;
@@ -90,8 +101,13 @@ impl PgBackend {
             .and_then(|text| Config::from_json(&text));
         match loaded {
             Ok((config, _warnings)) => {
-                self.config.swap(config);
-                r.set_error(None);
+                let config = self.config.swap(config);
+                let governed = self.govern(&config, unix_now(), Projects::All);
+                r.set_error(
+                    governed
+                        .err()
+                        .map(|e| format!("reloaded, but governance failed: {e}")),
+                );
             }
             Err(e) => r.set_error(Some(format!(
                 "{}: {e}; still using the previous config",
@@ -129,6 +145,13 @@ impl PgBackend {
             coral_pg::InsertOutcome::Inserted(_) => InsertOutcome::Inserted(item),
             coral_pg::InsertOutcome::Merged { id, .. } => InsertOutcome::Merged(id),
         };
+        let projects = match (&outcome, text.project.as_deref()) {
+            (InsertOutcome::Inserted(_), Some(p)) => Projects::One(p),
+            _ => Projects::Neither,
+        };
+        // The memory is committed: a governance failure is reported in the counters, not
+        // returned, so a caller that retries on error never stores it twice (as locally).
+        self.govern_after_change(&config, text.now, projects);
         Ok(Insert {
             outcome,
             redacted: text.redacted,
@@ -171,6 +194,7 @@ impl PgBackend {
             ef_search: r.ann_ef.max(depth),
             embedder: Some(self.embedder.name()),
             window: asked.window.as_ref(),
+            cold: ColdFilter::of(r.include_cold, config.memory.cold_scan_lines),
         })?;
         let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
         let mut fused: Vec<(u32, f64)> = fuse_hybrid(
@@ -376,8 +400,142 @@ impl PgBackend {
             backend: NAME.to_string(),
             tenant: Some(self.tenant().to_string()),
             backend_error,
+            governance: GovernanceStats {
+                held: self.held().as_ref().map(held_line),
+                ..self.governance.snapshot()
+            },
             ..Stats::default()
         }
+    }
+
+    /// The change the removal guard holds back in this process.
+    pub(crate) fn held(&self) -> Option<Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// One governance pass under `config` (docs/postgres.md, "Tiers and governance"): the
+    /// guard, tier moves, the archive's removals and the disk quota, in one transaction under
+    /// the tenant's lock; the counters and the hold updated after it commits.
+    pub(crate) fn govern(&self, config: &Config, now: f64, projects: Projects<'_>) -> Result<()> {
+        let dim = self.embedder.dim();
+        let held_before = self.held();
+        let warned = self.governance.snapshot().disk_warning.is_some();
+        let done = self.store.govern(|g| {
+            pg_govern::pass(g, config, dim, now, projects, held_before.as_ref(), warned)
+        })?;
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = done.held;
+        if let Some(plan) = &done.quota {
+            let s = &config.storage;
+            if plan.warn {
+                let message = format!(
+                    "tenant {} uses {} bytes, {:.0}% of storage.max_bytes {}",
+                    crate::echo(self.tenant()),
+                    done.counted,
+                    plan.ratio * 100.0,
+                    s.max_bytes
+                );
+                let _ = writeln!(std::io::stderr(), "coral: warning: {message}");
+                self.governance.update(|g| {
+                    g.disk_warning = Some(message);
+                    g.disk_warnings += 1;
+                });
+            } else if !plan.above_warn {
+                self.governance.update(|g| g.disk_warning = None);
+            }
+        }
+        self.governance.update(|g| {
+            g.quota_removed += done.quota_removed;
+            g.quota_archive_bytes_trimmed += done.archive_trimmed;
+        });
+        Ok(())
+    }
+
+    /// [`PgBackend::govern`] after a change that is already committed: a failure is recorded
+    /// in `GovernanceStats::last_error` instead of failing the change.
+    pub(crate) fn govern_after_change(&self, config: &Config, now: f64, projects: Projects<'_>) {
+        let outcome = self.govern(config, now, projects);
+        self.governance.update(|g| {
+            g.last_error = outcome.err().map(|e| {
+                format!("governance after the last change failed ({e}); the change was kept")
+            })
+        });
+    }
+
+    /// `config` in force now, governed at once; `confirmed`: whatever its limits remove.
+    pub(crate) fn apply_config(&self, config: Config, confirmed: bool) -> Result<()> {
+        let config = self.config.swap(config);
+        if let Some(r) = self.config.reloader() {
+            r.mark_seen();
+            r.set_error(None);
+        }
+        let now = unix_now();
+        if confirmed {
+            self.accept(&config, now)?;
+        }
+        self.govern(&config, now, Projects::All)
+    }
+
+    /// Makes the limits of `config` the tenant's accepted ones (every process of the tenant
+    /// reads them at its next pass) and lifts this process's hold.
+    fn accept(&self, config: &Config, now: f64) -> Result<()> {
+        let limits = RemovalLimits::of(config);
+        self.store.govern(|g| {
+            let mut record = pg_govern::read_record(g)?;
+            if record.accepted.as_ref() != Some(&limits) {
+                record.accepted = Some(limits.clone());
+                record.accepted_at = Some(now);
+                pg_govern::write_record(g, &record)?;
+            }
+            Ok(())
+        })?;
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+
+    /// What `config` would remove now, with the settings that differ from the accepted ones.
+    pub(crate) fn preview_change(&self, config: &Config) -> Result<RemovalPreview> {
+        let dim = self.embedder.dim();
+        let now = unix_now();
+        Ok(self.store.govern(|g| {
+            let record = pg_govern::read_record(g)?;
+            let rows = g.rows(&Tier::ALL)?;
+            let usage = g.usage()?;
+            let mut p = pg_govern::preview(&rows, &usage, config, dim, now);
+            p.changes = RemovalLimits::of(config).changes_from(record.accepted.as_ref());
+            Ok(p)
+        })?)
+    }
+
+    /// What the configuration in force would remove now, and the change held, if any.
+    pub(crate) fn removal_preview(&self) -> Result<(RemovalPreview, Option<Held>)> {
+        self.refresh_config();
+        let config = self.config.load();
+        let preview = self.preview_change(&config)?;
+        Ok((preview, self.held()))
+    }
+
+    /// Accepts the limits in force, whatever they remove, and governs now (`coral govern
+    /// --confirm`; a tool's `confirm: true`).
+    pub(crate) fn confirm_removals(&self) -> Result<Confirmed> {
+        let config = self.config.load();
+        let now = unix_now();
+        // The hold as of now (a pass under the accepted limits finds it), then the acceptance.
+        self.govern(&config, now, Projects::Neither)?;
+        let preview = self.held().map(|h| h.preview);
+        let before = self.store.count()?.total() as usize;
+        self.accept(&config, now)?;
+        self.govern(&config, now, Projects::All)?;
+        let after = self.store.count()?.total() as usize;
+        Ok(Confirmed {
+            preview,
+            before,
+            after,
+        })
+    }
+
+    /// An archived (evicted, trimmed or over its project's quota) memory by id.
+    pub(crate) fn get_archived(&self, id: &str) -> Result<Option<Item>> {
+        Ok(self.store.archived(id)?)
     }
 
     /// `thread_create`, the title and summary with secrets replaced.

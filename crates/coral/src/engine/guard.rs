@@ -38,7 +38,7 @@ use crate::error::Result;
 pub const GOVERNANCE_FILE: &str = "coral_governance.json";
 
 /// Removal log entries kept in the record.
-const LOG_ENTRIES: usize = 200;
+pub(crate) const LOG_ENTRIES: usize = 200;
 
 /// The most memories a changed setting may remove without a confirmation: 1 % of the pool, at
 /// least 10. (A growing pool's normal passes remove a headroom's worth, up to 200 at a time,
@@ -91,7 +91,7 @@ impl RemovalLimits {
     }
 
     /// Limits under which governance moves tiers but removes nothing.
-    fn removing_nothing(config: &Config) -> RemovalLimits {
+    pub(crate) fn removing_nothing(config: &Config) -> RemovalLimits {
         RemovalLimits {
             max_cold_entries: usize::MAX / 2,
             capacity_threshold: usize::MAX / 2,
@@ -102,7 +102,7 @@ impl RemovalLimits {
     }
 
     /// `config` with these limits.
-    fn applied_to(&self, config: &Config) -> Config {
+    pub(crate) fn applied_to(&self, config: &Config) -> Config {
         let mut c = config.clone();
         let (m, s) = (&mut c.memory, &mut c.storage);
         m.hot_ttl_hours = self.hot_ttl_hours;
@@ -119,7 +119,7 @@ impl RemovalLimits {
     }
 
     /// `"key old → new"` for every setting that differs from `old`'s.
-    fn changes_from(&self, old: Option<&RemovalLimits>) -> Vec<String> {
+    pub(crate) fn changes_from(&self, old: Option<&RemovalLimits>) -> Vec<String> {
         let pairs = |l: &RemovalLimits| -> Vec<(&'static str, String)> {
             vec![
                 ("memory.hot_ttl_hours", l.hot_ttl_hours.to_string()),
@@ -203,18 +203,63 @@ pub struct Held {
     pub confirm: String,
 }
 
-/// `coral_governance.json`.
+/// `coral_governance.json` (and, with the postgres backend, a tenant's row of
+/// `coral_governance`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-struct Record {
+pub(crate) struct Record {
     /// The limits governance last ran under.
     #[serde(default)]
-    accepted: Option<RemovalLimits>,
+    pub(crate) accepted: Option<RemovalLimits>,
     /// When they were accepted.
     #[serde(default)]
-    accepted_at: Option<f64>,
+    pub(crate) accepted_at: Option<f64>,
     /// Recent removals, oldest first.
     #[serde(default)]
-    removed: Vec<Removal>,
+    pub(crate) removed: Vec<Removal>,
+}
+
+impl Record {
+    /// Logs a removal (counted by tier), keeping the newest [`LOG_ENTRIES`].
+    pub(crate) fn log(&mut self, reason: &str, tiers: BTreeMap<String, usize>, now: f64) {
+        let count = tiers.values().sum();
+        if count == 0 {
+            return;
+        }
+        self.removed.push(Removal {
+            at: now,
+            reason: reason.to_string(),
+            count,
+            tiers,
+        });
+        let extra = self.removed.len().saturating_sub(LOG_ENTRIES);
+        self.removed.drain(..extra);
+    }
+}
+
+/// The confirmation a held change asks for.
+pub(crate) fn confirm_text(preview: &RemovalPreview) -> String {
+    format!(
+        "run `coral govern --confirm`, or repeat the change with confirm: true, to \
+         remove {} of {} memories; or change the setting back",
+        preview.would_remove, preview.memories
+    )
+}
+
+/// One line for `stats().governance.held`.
+pub(crate) fn held_line(h: &Held) -> String {
+    format!(
+        "{}: would remove {} of {} memories ({}); {}",
+        h.preview.changes.join(", "),
+        h.preview.would_remove,
+        h.preview.memories,
+        h.preview
+            .by_reason
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        h.confirm
+    )
 }
 
 /// The guard's state in this process: the record as this process last read or wrote it, and
@@ -281,22 +326,11 @@ impl RemovalGuard {
         tiers: BTreeMap<String, usize>,
         now: f64,
     ) {
-        let count = tiers.values().sum();
-        if count == 0 {
+        if tiers.values().sum::<usize>() == 0 {
             return;
         }
         self.refresh(store);
-        let log = &mut self.record.removed;
-        log.push(Removal {
-            at: now,
-            reason: reason.to_string(),
-            count,
-            tiers,
-        });
-        if log.len() > LOG_ENTRIES {
-            let extra = log.len() - LOG_ENTRIES;
-            log.drain(..extra);
-        }
+        self.record.log(reason, tiers, now);
         // The log is a report: failing to write it must not fail the removal, which is done.
         let _ = self.write(store);
     }
@@ -324,11 +358,7 @@ impl RemovalGuard {
         };
         self.held = Some(Held {
             since,
-            confirm: format!(
-                "run `coral govern --confirm`, or repeat the change with confirm: true, to \
-                 remove {} of {} memories; or change the setting back",
-                preview.would_remove, preview.memories
-            ),
+            confirm: confirm_text(&preview),
             preview,
         });
         let keep = accepted.unwrap_or_else(|| RemovalLimits::removing_nothing(config));

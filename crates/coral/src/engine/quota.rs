@@ -14,9 +14,16 @@ use crate::types::DiskUsage;
 /// array element for hot and warm), its vector row, its index entry and its 12-byte entry in
 /// the vector checksums.
 pub(crate) fn item_bytes(item: &Item, tier: Tier, dim: usize) -> u64 {
-    let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
     let project = item.project.as_ref().map_or(0, |p| p.len() + 16);
-    (item.content.len() + json_overhead + project + dim * 4 + 20 + 12) as u64
+    bytes_for(item.content.len() as u64, project as u64, tier, dim)
+}
+
+/// [`item_bytes`] of an item whose content has `content` bytes and whose project key takes
+/// `project` (its name's bytes plus 16; 0 without one): the postgres backend counts a tenant's
+/// memories with it, as they would take in a data directory (docs/postgres.md, "Quotas").
+pub(crate) fn bytes_for(content: u64, project: u64, tier: Tier, dim: usize) -> u64 {
+    let json_overhead = if tier == Tier::Cold { 170 } else { 240 };
+    content + project + json_overhead + dim as u64 * 4 + 20 + 12
 }
 
 /// The archive file's size.

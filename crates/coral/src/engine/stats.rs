@@ -40,21 +40,7 @@ impl Engine {
             journal_bytes: store.journal_bytes(),
             generation: store.generation(),
             governance: GovernanceStats {
-                held: engine.guard.held().map(|h| {
-                    format!(
-                        "{}: would remove {} of {} memories ({}); {}",
-                        h.preview.changes.join(", "),
-                        h.preview.would_remove,
-                        h.preview.memories,
-                        h.preview
-                            .by_reason
-                            .iter()
-                            .map(|(r, n)| format!("{r} {n}"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        h.confirm
-                    )
-                }),
+                held: engine.guard.held().map(super::guard::held_line),
                 ..self.governance.snapshot()
             },
         }

@@ -539,6 +539,15 @@ fn a_tenant_never_sees_another_tenants_rows() {
     assert!(b.get(secret.id()).unwrap().is_none());
 }
 
+/// An LLM that must never be asked (distillation is refused before it would be).
+struct NoLlm;
+
+impl coral_heat::Llm for NoLlm {
+    fn summarize(&self, _texts: &[&str]) -> coral_heat::Result<String> {
+        panic!("the postgres backend asked the LLM although it refuses distillation")
+    }
+}
+
 /// What the database does not serve yet is refused by name, and nothing is written locally.
 #[test]
 fn unsupported_operations_say_so() {
@@ -551,10 +560,9 @@ fn unsupported_operations_say_so() {
         ("coral report", c.report().unwrap_err()),
         ("coral reembed", c.reembed(|_, _| {}).unwrap_err()),
         (
-            "reading the archive",
-            c.get_archived("0123456789abcdef").unwrap_err(),
+            "distillation",
+            c.distill_with(&NoLlm, 1_775_000_000.0).unwrap_err(),
         ),
-        ("removal preview", c.removal_preview().unwrap_err()),
         ("the threads file", c.threads().unwrap_err()),
         (
             "coral import",
