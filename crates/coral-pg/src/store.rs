@@ -171,6 +171,13 @@ impl PgStore {
         })
     }
 
+    /// The tenant's storage by tier and its archive's bytes (what the disk quota counts).
+    pub fn usage(&self) -> Result<governance::Usage> {
+        let tenant = self.tenant.as_str();
+        self.pool
+            .transaction("usage", |tx| Governing { tx, tenant }.usage())
+    }
+
     /// The latest archive entry of `id` (evicted, trimmed or over a project quota).
     pub fn archived(&self, id: &str) -> Result<Option<coral_store::Item>> {
         let tenant = self.tenant.as_str();

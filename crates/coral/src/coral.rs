@@ -426,11 +426,12 @@ impl Coral {
     }
 
     /// Disk usage by file and against the budget. With the postgres backend the data
-    /// directory holds no memories: no files, nothing against the budget.
+    /// directory holds no memories: no files, and the tenant's bytes against the budget
+    /// (`quota_bytes`, docs/postgres.md, "Quotas").
     pub fn disk_usage(&self) -> DiskUsage {
         let l = match &self.backend {
             Backend::Local(l) => l,
-            Backend::Postgres(_) => return DiskUsage::default(),
+            Backend::Postgres(p) => return p.disk_usage(),
         };
         let engine = l.engine.lock();
         disk_usage(engine.door.view(), &self.config())

@@ -27,7 +27,7 @@ use crate::live_config::LiveConfig;
 use crate::prepare::{new_text, question};
 use crate::rank::{Candidate, Priors, rank};
 use crate::types::{
-    Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit, SearchOptions, Stats,
+    DiskUsage, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit, SearchOptions, Stats,
 };
 
 /// `storage.backend`'s name of this backend, in errors.
@@ -531,6 +531,28 @@ impl PgBackend {
             before,
             after,
         })
+    }
+
+    /// What the disk quota counts for the tenant (docs/postgres.md, "Quotas"): no files (the
+    /// data directory holds no memories), the tenant's bytes against `storage.max_bytes`.
+    pub(crate) fn disk_usage(&self) -> DiskUsage {
+        let config = self.config.load();
+        let max = config.storage.max_bytes;
+        match self.store.usage() {
+            Ok(usage) => {
+                let quota = pg_govern::counted_bytes(&usage, self.embedder.dim());
+                DiskUsage {
+                    max_bytes: max,
+                    quota_bytes: quota,
+                    ratio: (max > 0).then(|| quota as f64 / max as f64),
+                    ..DiskUsage::default()
+                }
+            }
+            Err(_) => DiskUsage {
+                max_bytes: max,
+                ..DiskUsage::default()
+            },
+        }
     }
 
     /// An archived (evicted, trimmed or over its project's quota) memory by id.

@@ -5,6 +5,7 @@
 //! test says so, unless `CORAL_REQUIRE_POSTGRES=1` (CI), where it fails.
 
 mod common;
+mod governance;
 mod parity;
 
 use coral::{
