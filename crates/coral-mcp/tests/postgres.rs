@@ -339,3 +339,118 @@ fn no_tool_shows_one_tenant_another_tenants_rows() {
         .unwrap();
     assert_eq!(t.views()[0].step_count, 1);
 }
+
+/// A word of seven letters from `seed`: texts built of them share no tokens by chance.
+fn word(seed: u64) -> String {
+    let mut h = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    (0..7)
+        .map(|_| {
+            h = h.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (b'a' + ((h >> 33) % 26) as u8) as char
+        })
+        .collect()
+}
+
+/// Two `coral mcp` processes insert into one tenant at once under a capacity of 40 (headroom
+/// 1), one weighing heat by recency only and the other by importance only, with importance
+/// falling as the memories get newer: the two would evict disjoint sets from the same rows.
+/// Their governance passes take the tenant's lock in turn, so each plans from what the other
+/// committed and the memories, once 40, never drop below 40 (each writer checks after each
+/// insert); every acknowledged memory is either live or in the archive, once. With the lock
+/// taken out of `PgStore::govern` a writer saw 37 or 38 (3 runs of 3).
+#[test]
+fn two_processes_evicting_one_tenant_never_over_evict() {
+    let Some(url) = url() else { return };
+    let shared = tenant("evict");
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let configs: Vec<std::path::PathBuf> = dirs
+        .iter()
+        .enumerate()
+        .map(|(p, d)| {
+            let path = d.path().join("coral_config.json");
+            let weights = if p == 0 {
+                json!({"frequency": 0.0, "recency": 1.0, "importance": 0.0})
+            } else {
+                json!({"frequency": 0.0, "recency": 0.0, "importance": 1.0})
+            };
+            let config = json!({
+                "embedding": {"embedder": "hash"},
+                "heat": {"weights": weights},
+                "memory": {"capacity_threshold": 40, "governance_headroom": 1,
+                           "max_hot_entries": 1000, "max_warm_entries": 1000,
+                           "max_cold_entries": 1000},
+                "storage": {"backend": "postgres", "postgres_url": url, "postgres_tenant": shared},
+            });
+            std::fs::write(&path, config.to_string()).unwrap();
+            path
+        })
+        .collect();
+    const EACH: u64 = 120;
+    let writers: Vec<std::thread::JoinHandle<(Vec<String>, u64)>> = configs
+        .iter()
+        .enumerate()
+        .map(|(p, config)| {
+            let mut server = Server::start(config);
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                let mut fewest = u64::MAX;
+                for i in 0..EACH {
+                    let seed = (p as u64) << 32 | i;
+                    let content = (0..4)
+                        .map(|j| word(seed * 8 + j))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let importance = 1.0 - i as f64 / EACH as f64;
+                    let stored = server
+                        .call(
+                            "memory_insert",
+                            json!({"content": content, "importance": importance}),
+                        )
+                        .unwrap();
+                    assert_eq!(stored["inserted"], true, "{stored}");
+                    ids.push(stored["item_id"].as_str().unwrap().to_string());
+                    // Once this writer alone stored 40, the tenant never holds fewer.
+                    if i >= 40 {
+                        let stats = server.call("coral_stats", json!({})).unwrap();
+                        fewest = fewest.min(stats["stats"]["total"].as_u64().unwrap());
+                    }
+                }
+                server.finish();
+                (ids, fewest)
+            })
+        })
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for w in writers {
+        let (mine, fewest) = w.join().unwrap();
+        assert!(
+            fewest >= 40,
+            "a writer saw {fewest} memories: two governance passes planned from the same rows and both evicted"
+        );
+        ids.extend(mine);
+    }
+    assert_eq!(ids.len(), 2 * EACH as usize);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        base_dir: dir.path().to_path_buf(),
+        ..Config::default()
+    };
+    config.storage.backend = "postgres".into();
+    config.storage.postgres_url = url.clone();
+    config.storage.postgres_tenant = shared.clone();
+    let coral = Coral::open_with(config, Arc::new(HashEmbedder::new(384).unwrap())).unwrap();
+    let total = coral.stats().total;
+    assert!(
+        (40..=41).contains(&total),
+        "{total} memories left: governance evicted below the capacity of 40 or left more than 41"
+    );
+    let mut live = 0;
+    for id in &ids {
+        let here = coral.get(id).unwrap().is_some();
+        let archived = coral.get_archived(id).unwrap().is_some();
+        assert!(here != archived, "{id}: live {here}, archived {archived}");
+        live += usize::from(here);
+    }
+    assert_eq!(live, total);
+}
