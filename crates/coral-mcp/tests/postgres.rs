@@ -342,10 +342,14 @@ fn no_tool_shows_one_tenant_another_tenants_rows() {
 
 /// A word of seven letters from `seed`: texts built of them share no tokens by chance.
 fn word(seed: u64) -> String {
-    let mut h = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let mut h = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
     (0..7)
         .map(|_| {
-            h = h.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            h = h
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (b'a' + ((h >> 33) % 26) as u8) as char
         })
         .collect()

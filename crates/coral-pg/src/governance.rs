@@ -261,8 +261,7 @@ impl Governing<'_, '_> {
 
     /// Writes the tenant's governance record.
     pub fn set_record(&mut self, record: &Value) -> Result<()> {
-        self.tx
-            .execute(sql::SET_RECORD, &[&self.tenant, record])?;
+        self.tx.execute(sql::SET_RECORD, &[&self.tenant, record])?;
         Ok(())
     }
 }

@@ -12,16 +12,14 @@
 use std::collections::{BTreeMap, HashSet};
 
 use coral_heat::{
-    Candidate, ColdItem, QuotaLimits, QuotaPlan, evict_lowest_heat, excess_over_capacity,
-    headroom, lru_overflow, plan_quota, ttl_expired,
+    Candidate, ColdItem, QuotaLimits, QuotaPlan, evict_lowest_heat, excess_over_capacity, headroom,
+    lru_overflow, plan_quota, ttl_expired,
 };
 use coral_pg::{Governing, HeatRow, Removed, Usage};
 use coral_store::{Item, Tier, to_python_line};
 
 use crate::config::Config;
-use crate::engine::guard::{
-    Held, Record, RemovalLimits, RemovalPreview, bulk_limit, confirm_text,
-};
+use crate::engine::guard::{Held, Record, RemovalLimits, RemovalPreview, bulk_limit, confirm_text};
 use crate::engine::quota::bytes_for;
 
 /// Which projects a pass checks against `memory.project_quota`.
@@ -76,7 +74,11 @@ pub(crate) fn tier_moves(rows: &[HeatRow], config: &Config, now: f64) -> (Vec<u3
     let expired = ttl_expired(&hot, now, m.hot_ttl_hours * 3600.0);
     let mut warm = of_tier(rows, Tier::Warm);
     hot.retain(|c| !expired.contains(&c.key));
-    warm.extend(expired.iter().map(|&i| candidate(i as usize, &rows[i as usize])));
+    warm.extend(
+        expired
+            .iter()
+            .map(|&i| candidate(i as usize, &rows[i as usize])),
+    );
     let mut to_cold = lru_overflow(&hot, m.max_hot_entries);
     to_cold.extend(lru_overflow(&warm, m.max_warm_entries));
     // Locally the TTL's moves to warm are committed first and an overflow then moves some of
@@ -403,11 +405,7 @@ pub(crate) fn pass(
     let capacity = m.capacity_threshold;
     let mut due = excess_over_capacity(cold, m.max_cold_entries, headroom(m.max_cold_entries, 0))
         > 0
-        || excess_over_capacity(
-            total,
-            capacity,
-            headroom(capacity, m.governance_headroom),
-        ) > 0;
+        || excess_over_capacity(total, capacity, headroom(capacity, m.governance_headroom)) > 0;
     if m.project_quota > 0 {
         due |= match projects {
             Projects::One(p) => {
@@ -487,10 +485,7 @@ mod tests {
         config.memory.max_warm_entries = 1;
         let now = 100_000.0;
         // Both hot items are past their TTL; warm keeps one, the less recently used goes cold.
-        let rows = [
-            row(1, Tier::Hot, 0.0, 50.0),
-            row(2, Tier::Hot, 0.0, 60.0),
-        ];
+        let rows = [row(1, Tier::Hot, 0.0, 50.0), row(2, Tier::Hot, 0.0, 60.0)];
         let (to_warm, to_cold) = tier_moves(&rows, &config, now);
         assert_eq!(to_warm, vec![1]);
         assert_eq!(to_cold, vec![0]);

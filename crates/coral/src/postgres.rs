@@ -20,14 +20,15 @@ use crate::engine::RRF_DEPTH;
 use crate::engine::guard::{Confirmed, Held, RemovalLimits, RemovalPreview, held_line};
 use crate::error::{Error, Result};
 use crate::governance::{Governance, GovernanceStats};
-use crate::pg_govern::{self, Projects};
 use crate::limits::{check_importance, unix_now};
 use crate::list::{ListPage, ListQuery, list_rows};
 use crate::live_config::LiveConfig;
+use crate::pg_govern::{self, Projects};
 use crate::prepare::{new_text, question};
 use crate::rank::{Candidate, Priors, rank};
 use crate::types::{
-    DiskUsage, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit, SearchOptions, Stats,
+    DiskUsage, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit, SearchOptions,
+    Stats,
 };
 
 /// `storage.backend`'s name of this backend, in errors.

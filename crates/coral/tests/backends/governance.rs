@@ -48,7 +48,13 @@ fn roomy(c: &mut coral::Config) {
 }
 
 /// Inserts memory `i` at `T0 + offset` (its creation time and governance's clock).
-fn insert(coral: &Coral, content: &str, offset: f64, importance: f64, project: Option<&str>) -> String {
+fn insert(
+    coral: &Coral,
+    content: &str,
+    offset: f64,
+    importance: f64,
+    project: Option<&str>,
+) -> String {
     let inserted = coral
         .insert_with(
             content,
@@ -94,7 +100,11 @@ fn tiers_move_by_ttl_and_least_recent_use_alike() {
             .map(|i| insert(c, &text(i, "tiers"), 60.0 * i as f64, 0.5, None))
             .collect();
         assert_eq!(ids_where(c, &ids, Some(Tier::Hot)), [5, 6, 7], "{}", b.name);
-        assert!(ids_where(c, &ids, Some(Tier::Warm)).is_empty(), "{}", b.name);
+        assert!(
+            ids_where(c, &ids, Some(Tier::Warm)).is_empty(),
+            "{}",
+            b.name
+        );
         assert_eq!(
             ids_where(c, &ids, Some(Tier::Cold)),
             [0, 1, 2, 3, 4],
@@ -170,7 +180,12 @@ fn the_cold_filter_is_applied_and_still_returns_k_rows() {
             .collect();
         assert_eq!(c.stats().cold, 7, "{}", b.name);
         let all: BTreeSet<usize> = (0..12).collect();
-        assert_eq!(positions(&ids, &uncounted(c, "zebra", 12)), all, "{}", b.name);
+        assert_eq!(
+            positions(&ids, &uncounted(c, "zebra", 12)),
+            all,
+            "{}",
+            b.name
+        );
 
         configure(c, |c| c.retrieval.include_cold = false);
         let warm_and_hot: BTreeSet<usize> = (7..12).collect();
@@ -201,7 +216,12 @@ fn the_cold_filter_is_applied_and_still_returns_k_rows() {
         );
         // More lines than cold memories: every one.
         configure(c, |c| c.memory.cold_scan_lines = 50);
-        assert_eq!(positions(&ids, &uncounted(c, "zebra", 12)), all, "{}", b.name);
+        assert_eq!(
+            positions(&ids, &uncounted(c, "zebra", 12)),
+            all,
+            "{}",
+            b.name
+        );
     }
 }
 
@@ -244,7 +264,11 @@ fn capacity_evicts_the_coolest_to_the_archive_alike() {
         assert_eq!(c.stats().total, 8, "{}", b.name);
         for i in [0, 1] {
             assert!(c.get(&ids[i]).unwrap().is_none(), "{}: {i}", b.name);
-            assert!(c.get_archived(&ids[i]).unwrap().is_some(), "{}: {i}", b.name);
+            assert!(
+                c.get_archived(&ids[i]).unwrap().is_some(),
+                "{}: {i}",
+                b.name
+            );
         }
         assert!(c.get(&ids[3]).unwrap().is_some(), "{}", b.name);
         assert!(c.get_archived("0123456789abcdef").unwrap().is_none());
@@ -264,12 +288,24 @@ fn a_project_quota_archives_its_coolest_and_spares_shared_memories() {
             .collect();
         // The quota's headroom is 10: the 21st memory of the project brings it back to 10.
         let ids: Vec<String> = (0..21)
-            .map(|i| insert(c, &text(i, "alpha"), 10.0 + 60.0 * i as f64, 0.5, Some("alpha")))
+            .map(|i| {
+                insert(
+                    c,
+                    &text(i, "alpha"),
+                    10.0 + 60.0 * i as f64,
+                    0.5,
+                    Some("alpha"),
+                )
+            })
             .collect();
         let gone: Vec<usize> = ids_where(c, &ids, None);
         assert_eq!(gone, (0..11).collect::<Vec<_>>(), "{}", b.name);
         for i in gone {
-            assert!(c.get_archived(&ids[i]).unwrap().is_some(), "{}: {i}", b.name);
+            assert!(
+                c.get_archived(&ids[i]).unwrap().is_some(),
+                "{}: {i}",
+                b.name
+            );
         }
         for id in &shared {
             assert!(c.get(id).unwrap().is_some(), "{}", b.name);
@@ -293,7 +329,12 @@ fn the_cold_tier_is_trimmed_to_its_limit_alike() {
         let ids: Vec<String> = (0..23)
             .map(|i| insert(c, &text(i, "trim"), 60.0 * i as f64, 0.5, None))
             .collect();
-        assert_eq!(ids_where(c, &ids, None), (0..11).collect::<Vec<_>>(), "{}", b.name);
+        assert_eq!(
+            ids_where(c, &ids, None),
+            (0..11).collect::<Vec<_>>(),
+            "{}",
+            b.name
+        );
         assert_eq!(
             ids_where(c, &ids, Some(Tier::Cold)),
             (11..22).collect::<Vec<_>>(),
@@ -337,10 +378,19 @@ fn the_disk_quota_deletes_the_coolest_cold_memories_alike() {
         // archived; nothing hot or warm.
         assert_eq!(gone, (0..gone.len()).collect::<Vec<_>>(), "{}", b.name);
         for &i in &gone {
-            assert!(c.get_archived(&ids[i]).unwrap().is_none(), "{}: {i}", b.name);
+            assert!(
+                c.get_archived(&ids[i]).unwrap().is_none(),
+                "{}: {i}",
+                b.name
+            );
         }
         let stats = c.stats();
-        assert_eq!(stats.governance.quota_removed, gone.len() as u64, "{}", b.name);
+        assert_eq!(
+            stats.governance.quota_removed,
+            gone.len() as u64,
+            "{}",
+            b.name
+        );
         assert!(stats.governance.disk_warning.is_some(), "{}", b.name);
         removed_ids.push(gone);
     }
@@ -403,7 +453,10 @@ fn a_bulk_removal_waits_for_confirmation_alike() {
         let change = c
             .config_set_by_tool("memory.capacity_threshold", json!(0), true)
             .unwrap();
-        assert!(matches!(change, ConfigChange::Done(_)), "{name}: {change:?}");
+        assert!(
+            matches!(change, ConfigChange::Done(_)),
+            "{name}: {change:?}"
+        );
         assert_eq!(c.stats().total, 0, "{name}");
         for id in &ids {
             assert!(c.get_archived(id).unwrap().is_some(), "{name}");
