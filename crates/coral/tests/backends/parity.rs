@@ -113,8 +113,8 @@ fn config(dir: &std::path::Path) -> Config {
         ..Config::default()
     };
     c.storage.sync = "never".into();
-    // No tier moves or governance locally: the database does not move tiers yet
-    // (docs/postgres.md, "Next steps"), and parity is about ranking.
+    // No tier moves or governance: parity is about ranking (tiers and governance on both
+    // backends are `governance.rs`'s).
     c.memory.max_hot_entries = 100_000;
     c.memory.max_warm_entries = 100_000;
     c.memory.hot_ttl_hours = 1e7;
