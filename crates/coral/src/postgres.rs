@@ -518,6 +518,7 @@ impl PgBackend {
     /// Accepts the limits in force, whatever they remove, and governs now (`coral govern
     /// --confirm`; a tool's `confirm: true`).
     pub(crate) fn confirm_removals(&self) -> Result<Confirmed> {
+        self.refresh_config();
         let config = self.config.load();
         let now = unix_now();
         // The hold as of now (a pass under the accepted limits finds it), then the acceptance.

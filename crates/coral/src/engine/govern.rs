@@ -331,6 +331,9 @@ impl Engine {
 
     /// What the configuration in force would remove now, and whether a change is held.
     pub(crate) fn removal_preview(&self) -> (RemovalPreview, Option<Held>) {
+        // A config file edited since the last call is read first: the preview is of the
+        // limits in force, and an edit held by the reload stays held.
+        self.refresh_config();
         let config = self.config();
         let mut engine = self.lock();
         let _ = engine.guarded(&config, unix_now());
@@ -350,6 +353,8 @@ impl Engine {
     /// Accept the limits of the configuration in force, whatever they remove, and govern now
     /// (`coral govern --confirm`; a tool's `confirm: true`).
     pub(crate) fn confirm_removals(&self) -> Result<Confirmed> {
+        // As in `removal_preview`: confirm the limits of the file as it is now.
+        self.refresh_config();
         let config = self.config();
         let now = unix_now();
         let (before, preview) = {

@@ -403,10 +403,21 @@ fn the_disk_quota_deletes_the_coolest_cold_memories_alike() {
 
 /// A config file for `backend` in `dir` (postgres: `tenant` at `url`).
 fn config_file(dir: &std::path::Path, postgres: Option<(&str, &str)>) -> std::path::PathBuf {
+    write_config_file(dir, postgres, json!({}))
+}
+
+/// [`config_file`] with `memory` as its memory section, read again at every call.
+fn write_config_file(
+    dir: &std::path::Path,
+    postgres: Option<(&str, &str)>,
+    memory: serde_json::Value,
+) -> std::path::PathBuf {
     let path = dir.join("coral_config.json");
     let mut config = json!({
         "embedding": {"embedder": "hash"},
         "storage": {"sync": "never"},
+        "reload": {"check_interval_seconds": 0.0},
+        "memory": memory,
     });
     if let Some((url, tenant)) = postgres {
         config["storage"] = json!({"sync": "never", "backend": "postgres",
@@ -461,5 +472,51 @@ fn a_bulk_removal_waits_for_confirmation_alike() {
         for id in &ids {
             assert!(c.get_archived(id).unwrap().is_some(), "{name}");
         }
+    }
+}
+
+/// A config file edited behind a running Coral that would remove every memory is held: the
+/// removal preview and the stats say so, nothing is removed, and `confirm_removals` (`coral
+/// govern --confirm`) applies it.
+#[test]
+fn an_edited_limit_is_held_until_confirmed_alike() {
+    let url = postgres_url();
+    let mut setups: Vec<(&str, Option<(String, String)>)> = vec![("local", None)];
+    if let Some(url) = &url {
+        setups.push(("postgres", Some((url.clone(), tenant("held")))));
+    }
+    for (name, pg) in setups {
+        let dir = tempfile::tempdir().unwrap();
+        let pg = pg.as_ref().map(|(u, t)| (u.as_str(), t.as_str()));
+        let path = write_config_file(dir.path(), pg, json!({}));
+        let c = Coral::open(&path).unwrap();
+        let ids: Vec<String> = (0..30)
+            .map(|i| insert(&c, &text(i, "held"), 60.0 * i as f64, 0.5, None))
+            .collect();
+        write_config_file(dir.path(), pg, json!({"capacity_threshold": 0}));
+        let (preview, held) = c.removal_preview().unwrap();
+        assert_eq!(preview.would_remove, 30, "{name}: {preview:?}");
+        let held = held.unwrap_or_else(|| panic!("{name}: the edit was not held"));
+        assert_eq!(held.preview.would_remove, 30, "{name}");
+        assert!(
+            held.preview
+                .changes
+                .iter()
+                .any(|c| c.starts_with("memory.capacity_threshold")),
+            "{name}: {:?}",
+            held.preview.changes
+        );
+        assert_eq!(
+            c.stats().total,
+            30,
+            "{name}: removed before the confirmation"
+        );
+        assert!(c.stats().governance.held.is_some(), "{name}");
+        let done = c.confirm_removals().unwrap();
+        assert_eq!((done.before, done.after), (30, 0), "{name}: {done:?}");
+        assert_eq!(done.preview.map(|p| p.would_remove), Some(30), "{name}");
+        assert_eq!(c.stats().total, 0, "{name}");
+        assert!(c.stats().governance.held.is_none(), "{name}");
+        assert!(c.get_archived(&ids[29]).unwrap().is_some(), "{name}");
     }
 }
