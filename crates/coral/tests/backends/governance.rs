@@ -520,3 +520,44 @@ fn an_edited_limit_is_held_until_confirmed_alike() {
         assert!(c.get_archived(&ids[29]).unwrap().is_some(), "{name}");
     }
 }
+
+/// The guard's record is the tenant's: a process whose limits would remove in bulk is held by
+/// the limits another process accepted, and its confirmation holds for every process.
+#[test]
+fn the_guard_is_shared_by_the_processes_of_a_tenant() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let shared = tenant("guard-shared");
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let pg = Some((url.as_str(), shared.as_str()));
+    let a = Coral::open(write_config_file(a_dir.path(), pg, json!({}))).unwrap();
+    let ids: Vec<String> = (0..30)
+        .map(|i| insert(&a, &text(i, "shared guard"), 60.0 * i as f64, 0.5, None))
+        .collect();
+    // B starts with a capacity of 0: A's accepted limits hold it back.
+    let b = Coral::open(write_config_file(
+        b_dir.path(),
+        pg,
+        json!({"capacity_threshold": 0}),
+    ))
+    .unwrap();
+    insert(&b, &text(30, "shared guard"), 1_800.0, 0.5, None);
+    assert_eq!(b.stats().total, 31);
+    let held = b.stats().governance.held.expect("b's limits are held");
+    assert!(held.contains("memory.capacity_threshold"), "{held}");
+    // Confirmed in B, the new limits are the tenant's: every memory goes to the archive.
+    let done = b.confirm_removals().unwrap();
+    assert_eq!((done.before, done.after), (31, 0), "{done:?}");
+    assert_eq!(a.stats().total, 0);
+    assert!(a.get_archived(&ids[0]).unwrap().is_some());
+    let (preview, held) = a.removal_preview().unwrap();
+    assert!(
+        preview
+            .changes
+            .iter()
+            .any(|c| c.starts_with("memory.capacity_threshold 0 →")),
+        "a sees b's accepted limits: {preview:?}"
+    );
+    assert!(held.is_none());
+}

@@ -557,6 +557,11 @@ fn unsupported_operations_say_so() {
     };
     let dir = tempfile::tempdir().unwrap();
     let c = open_postgres(dir.path(), &url, &tenant("unsupported"));
+    let notice = c.notices().join("\n");
+    assert!(
+        notice.contains("applied per tenant") && notice.contains("distillation"),
+        "{notice}"
+    );
     let refusals: Vec<(&str, Error)> = vec![
         ("coral report", c.report().unwrap_err()),
         ("coral reembed", c.reembed(|_, _| {}).unwrap_err()),
