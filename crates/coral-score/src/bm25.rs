@@ -171,7 +171,7 @@ pub struct Bm25Index {
     total_len: u64,
     /// One more than the largest document id ever inserted (sizes the dense accumulator).
     doc_bound: u64,
-    /// Dense accumulators of earlier searches, zeroed, for the next.
+    /// Dense accumulators of earlier searches, for the next.
     scratch: ScratchPool,
 }
 
@@ -354,16 +354,21 @@ impl Bm25Index {
         {
             let Dense {
                 scores,
-                hit,
+                stamps,
+                epoch,
                 touched,
             } = &mut dense;
+            let epoch = *epoch;
             self.walk(query, n_docs, &mut parts, |doc, x| {
                 let d = doc as usize;
-                if !hit[d] {
-                    hit[d] = true;
+                // A sum starts at its first term (`0.0 + x` is `x`): no zeroing after a search.
+                if stamps[d] == epoch {
+                    scores[d] += x;
+                } else {
+                    stamps[d] = epoch;
                     touched.push(doc);
+                    scores[d] = x;
                 }
-                scores[d] += x;
             });
         }
         Bm25Scores {
@@ -729,7 +734,10 @@ impl Bm25Scores<'_> {
     #[inline]
     pub fn get(&self, doc: u32) -> f64 {
         match &self.sums {
-            Sums::Dense(d) => d.scores.get(doc as usize).copied().unwrap_or(0.0),
+            Sums::Dense(d) => match d.stamps.get(doc as usize) {
+                Some(&stamp) if stamp == d.epoch => d.scores[doc as usize],
+                _ => 0.0,
+            },
             Sums::Sparse(m) => m.get(&doc).copied().unwrap_or(0.0),
         }
     }
@@ -759,16 +767,20 @@ impl Drop for Bm25Scores<'_> {
     }
 }
 
-/// A dense accumulator: sums by document, whether each was hit, and the hit documents in the
-/// order first hit.
+/// A dense accumulator: sums by document, the search that last wrote each (a document's sum
+/// is this search's when its stamp is the accumulator's epoch, stale otherwise), and the
+/// documents hit, in the order first hit. Stamps instead of flags: the next search starts
+/// with a new epoch instead of clearing what this one touched (at a million documents that
+/// pass cost an eighth of a search).
 #[derive(Debug, Default)]
 struct Dense {
     scores: Vec<f64>,
-    hit: Vec<bool>,
+    stamps: Vec<u32>,
+    epoch: u32,
     touched: Vec<u32>,
 }
 
-/// Zeroed dense accumulators kept between searches (cloning an index starts an empty pool).
+/// Accumulators kept between searches (cloning an index starts an empty pool).
 #[derive(Debug, Default)]
 struct ScratchPool(std::sync::Mutex<Vec<Dense>>);
 
@@ -779,7 +791,7 @@ impl Clone for ScratchPool {
 }
 
 impl ScratchPool {
-    /// An accumulator of at least `n` zeroed documents.
+    /// An accumulator of at least `n` documents, none of them hit.
     fn take(&self, n: usize) -> Dense {
         let mut dense = self
             .0
@@ -789,18 +801,20 @@ impl ScratchPool {
             .unwrap_or_default();
         if dense.scores.len() < n {
             dense.scores.resize(n, 0.0);
-            dense.hit.resize(n, false);
+            dense.stamps.resize(n, 0);
+        }
+        dense.touched.clear();
+        dense.epoch = dense.epoch.wrapping_add(1);
+        if dense.epoch == 0 {
+            // Four billion searches later: stamps of the first epoch would look current.
+            dense.stamps.fill(0);
+            dense.epoch = 1;
         }
         dense
     }
 
-    /// Zeroes what a search touched and keeps the accumulator for the next.
-    fn give(&self, mut dense: Dense) {
-        for &d in &dense.touched {
-            dense.scores[d as usize] = 0.0;
-            dense.hit[d as usize] = false;
-        }
-        dense.touched.clear();
+    /// Keeps the accumulator for the next search.
+    fn give(&self, dense: Dense) {
         if let Ok(mut pool) = self.0.lock() {
             // Two at most: searches of one index rarely overlap more.
             if pool.len() < 2 {
@@ -912,6 +926,32 @@ mod tests {
             .collect();
         assert_eq!(listed.len(), docs as usize);
         assert!(listed.iter().all(|(&d, &s)| s == sheet.get(d).to_bits()));
+        drop(sheet);
+        // The next search reuses the accumulator: what the last one summed is not carried.
+        let mut rare = Bm25Query::default();
+        rare.add_term("rare", 1.0);
+        let again = index.score_sheet(&rare, params);
+        assert_eq!(again.len(), (docs as usize).div_ceil(500));
+        for doc in 0..docs {
+            assert_eq!(
+                again.get(doc).to_bits(),
+                index.score(&rare, params, doc).to_bits()
+            );
+        }
+    }
+
+    /// After the last epoch the stamps are cleared, so no stale sum looks current.
+    #[test]
+    fn accumulator_epochs_wrap_without_stale_sums() {
+        let pool = ScratchPool::default();
+        let mut dense = pool.take(4);
+        dense.epoch = u32::MAX;
+        dense.stamps.fill(u32::MAX);
+        dense.scores.fill(7.0);
+        pool.give(dense);
+        let dense = pool.take(4);
+        assert_eq!(dense.epoch, 1);
+        assert!(dense.stamps.iter().all(|&s| s != dense.epoch));
     }
 
     fn golden() -> Value {

@@ -338,9 +338,9 @@ pub fn with_neighbours_owned(
 ///
 /// The entries are those `with_neighbours_owned` ranks best (by score, then smaller id; only
 /// positive scores), with context added when `weight` is positive, in no particular order.
-/// The spread is the same up to rounding: it is summed in chunks (each exactly, then merged)
-/// instead of one score at a time, and the best entries' context enters by replacing their
-/// bare scores.
+/// The spread is the same up to rounding: it is summed as distances to the first score instead
+/// of with Welford's update, and the best entries' context enters by replacing their bare
+/// scores.
 ///
 /// ```
 /// use coral_score::{Spread, best_with_neighbours};
@@ -363,20 +363,26 @@ pub fn best_with_neighbours(
 ) -> (Vec<(u32, f64)>, Spread) {
     let limit = limit.max(1);
     let mut best: BinaryHeap<Worst> = BinaryHeap::with_capacity(limit + 1);
-    let mut spread = ChunkedSpread::default();
+    // The entry to beat once `limit` are kept, as plain numbers: most scores fail the first
+    // comparison and never reach the heap.
+    let mut bar = Worst(f64::NEG_INFINITY, u32::MAX);
+    let mut spread = ShiftedSums::default();
     for (id, score) in scores {
-        // `score > 0.0` is false for NaN, as `with_neighbours_owned`'s filter.
-        if score.is_nan() || score <= 0.0 {
+        // `!(score > 0.0)` holds for NaN too, as `with_neighbours_owned`'s filter.
+        if !(score > 0.0) {
             continue;
         }
         spread.add(score);
-        let entry = Worst(score, id);
         if best.len() < limit {
-            best.push(entry);
-        } else if let Some(mut worst) = best.peek_mut()
-            && entry < *worst
-        {
-            *worst = entry;
+            best.push(Worst(score, id));
+            if best.len() == limit {
+                bar = *best.peek().unwrap_or(&bar);
+            }
+        } else if score > bar.0 || (score == bar.0 && id < bar.1) {
+            if let Some(mut worst) = best.peek_mut() {
+                *worst = Worst(score, id);
+            }
+            bar = *best.peek().unwrap_or(&bar);
         }
     }
     let mut spread = spread.finish();
@@ -424,52 +430,42 @@ impl Ord for Worst {
     }
 }
 
-/// A [`Spread`] summed in chunks: each chunk's mean and squared deviations in two plain passes
-/// (no division per score, as Welford's update needs), chunks merged pairwise.
+/// A [`Spread`] from sums of the scores' distances to the first one (shifted data: no
+/// division per score, as Welford's update needs, and no loss to cancellation while the
+/// scores are near each other, as one query's are).
 #[derive(Default)]
-struct ChunkedSpread {
-    chunk: Vec<f64>,
-    total: Spread,
+struct ShiftedSums {
+    count: u64,
+    shift: f64,
+    sum: f64,
+    squares: f64,
 }
 
-/// Scores per chunk: small enough to stay in the first-level cache.
-const SPREAD_CHUNK: usize = 2048;
-
-impl ChunkedSpread {
+impl ShiftedSums {
     #[inline]
     fn add(&mut self, x: f64) {
-        if self.chunk.capacity() == 0 {
-            self.chunk.reserve_exact(SPREAD_CHUNK);
-        }
         // As `Spread::add`: a non-finite score counts as 0.
-        self.chunk.push(if x.is_finite() { x } else { 0.0 });
-        if self.chunk.len() == SPREAD_CHUNK {
-            self.flush();
+        let x = if x.is_finite() { x } else { 0.0 };
+        if self.count == 0 {
+            self.shift = x;
         }
+        self.count += 1;
+        let d = x - self.shift;
+        self.sum += d;
+        self.squares += d * d;
     }
 
-    fn flush(&mut self) {
-        if self.chunk.is_empty() {
-            return;
+    fn finish(self) -> Spread {
+        if self.count == 0 {
+            return Spread::default();
         }
-        let n = self.chunk.len() as f64;
-        let mean = self.chunk.iter().sum::<f64>() / n;
-        let m2 = self
-            .chunk
-            .iter()
-            .map(|x| (x - mean) * (x - mean))
-            .sum::<f64>();
-        self.total.merge(&Spread {
-            count: self.chunk.len() as u64,
-            mean,
-            m2,
-        });
-        self.chunk.clear();
-    }
-
-    fn finish(mut self) -> Spread {
-        self.flush();
-        self.total
+        let n = self.count as f64;
+        let mean_shift = self.sum / n;
+        Spread {
+            count: self.count,
+            mean: self.shift + mean_shift,
+            m2: (self.squares - self.sum * mean_shift).max(0.0),
+        }
     }
 }
 
@@ -795,7 +791,7 @@ mod tests {
         }
     }
 
-    /// At the size it is for (a common word scoring most of 200,000 documents, many chunks),
+    /// At the size it is for (a common word scoring most of 200,000 documents),
     /// the spread still agrees with Welford's one score at a time.
     #[test]
     fn best_with_neighbours_spread_holds_over_many_chunks() {

@@ -259,19 +259,13 @@ impl KeywordIndex {
     }
 
     /// The share of the query's term weight an item matches (`Bm25Index::coverage_of`), by
-    /// pool row.
-    pub(crate) fn coverage_of<'a>(
-        &'a self,
-        pool: &'a Pool,
+    /// slot.
+    pub(crate) fn slot_coverage(
+        &self,
         query: &Bm25Query,
         count_absent: bool,
-    ) -> impl Fn(u32) -> f64 + 'a {
-        let share = self.index.coverage_of(query, count_absent);
-        move |row| {
-            self.slots
-                .get(&IdKey::of(&pool.item(row).item_id))
-                .map_or(0.0, |&slot| share(slot))
-        }
+    ) -> impl Fn(u32) -> f64 + '_ {
+        self.index.coverage_of(query, count_absent)
     }
 
     /// The BM25 score of one item (0 when it is not indexed or shares no term).

@@ -24,6 +24,7 @@ use coral_score::{
     best_with_neighbours, bitmap_jaccard, fuse_hybrid, rank_lists, time_decay,
 };
 use roaring::RoaringBitmap;
+use std::collections::HashMap;
 
 use super::State;
 use super::search_rrf::{Fused, RRF_DEPTH};
@@ -85,7 +86,7 @@ impl State {
         // their context, so that context does not stand out against the bare scores' spread).
         let keyword_side = || {
             if p.bm25 <= 0.0 {
-                return (Vec::new(), Spread::of([], population));
+                return (Vec::new(), Spread::of([], population), HashMap::new());
             }
             let sheet = keywords.sheet(query.keywords);
             let filter = keywords.slot_filter(pool, query.allow, sheet.len());
@@ -102,11 +103,17 @@ impl State {
                 },
                 |slot| sheet.get(slot),
             );
-            let bm25: Vec<(u32, f64)> = best
-                .iter()
-                .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
-                .collect();
-            (bm25, bm25_spread)
+            let mut bm25 = Vec::with_capacity(best.len());
+            // Fusion asks the coverage of these only: by slot now, not by row later.
+            let mut coverage = HashMap::with_capacity(best.len());
+            let share = keywords.slot_coverage(query.keywords, query.question);
+            for &(slot, s) in &best {
+                if let Some(row) = keywords.row_of(pool, slot) {
+                    bm25.push((row, s));
+                    coverage.insert(row, share(slot));
+                }
+            }
+            (bm25, bm25_spread, coverage)
         };
         let vector_side = || match (vector, vectors) {
             // Above `retrieval.ann_threshold`: the graph's candidates, re-ranked exactly, and
@@ -135,13 +142,13 @@ impl State {
         // With the index (a pool at or above `retrieval.ann_threshold`) the two rankings are
         // independent walks of a few milliseconds each (docs/ann.md, "Measured"): they run
         // side by side on two cores. Below it, one after the other as before.
-        let ((bm25, bm25_spread), lists) = if vector.is_some() && vectors.is_some() {
+        let ((bm25, bm25_spread, coverage), lists) = if vector.is_some() && vectors.is_some() {
             rayon::join(keyword_side, vector_side)
         } else {
             (keyword_side(), vector_side())
         };
         let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
-        let coverage = keywords.coverage_of(pool, query.keywords, query.question);
+        let coverage = |row: u32| coverage.get(&row).copied().unwrap_or(0.0);
 
         let mut fused: Vec<(u32, f64)> = fuse_hybrid(
             &bm25,
