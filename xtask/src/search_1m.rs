@@ -5,7 +5,7 @@
 //! defaults (BM25 alone for hash vectors). Wall time and the process's CPU time per search
 //! (the CPU time moves less on a shared machine). JSON in `target/coral-bench/search-1m.json`.
 //! Options: `--dir D` (default `target/coral-bench/search-1m-data`), `--items N`,
-//! `--queries Q`.
+//! `--queries Q`, `--only vectors_voting|defaults` (one of the two configurations).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,6 +62,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     let mut dir: PathBuf = root.join("target/coral-bench/search-1m-data");
     let (mut items, mut queries) = (1_000_000usize, 300usize);
+    let mut only: Option<String> = None;
     let dim = 384;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -70,7 +71,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             "--dir" => dir = value.into(),
             "--items" => items = value.parse()?,
             "--queries" => queries = value.parse()?,
-            other => bail!("unknown option {other:?} (--dir D, --items N, --queries Q)"),
+            "--only" => only = Some(value.clone()),
+            other => bail!(
+                "unknown option {other:?} (--dir D, --items N, --queries Q, --only \
+                 vectors_voting|defaults)"
+            ),
         }
     }
     std::fs::create_dir_all(&dir)?;
@@ -115,6 +120,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     report.insert("items".into(), json!(items));
     report.insert("queries".into(), json!(queries));
     for (name, voting) in [("vectors_voting", true), ("defaults", false)] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         std::fs::write(&config_path, config(dim, items, voting).to_string())?;
         let t = Instant::now();
         let coral = Coral::open(&config_path)?;
@@ -131,6 +139,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         for q in query_texts.iter().take(20) {
             search(q)?;
         }
+        // A mark for profilers to attach at (`perf record -p`).
+        eprintln!(
+            "{name}: opened in {open_s:.1} s and warmed up; timing {} searches",
+            query_texts.len()
+        );
         let (mut wall, mut cpu) = (Vec::new(), Vec::new());
         for q in &query_texts {
             let (t, c) = (Instant::now(), cpu_seconds());

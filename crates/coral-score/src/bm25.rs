@@ -171,7 +171,7 @@ pub struct Bm25Index {
     total_len: u64,
     /// One more than the largest document id ever inserted (sizes the dense accumulator).
     doc_bound: u64,
-    /// Dense accumulators of earlier searches, zeroed, for the next.
+    /// Dense accumulators of earlier searches, for the next.
     scratch: ScratchPool,
 }
 
@@ -309,9 +309,32 @@ impl Bm25Index {
     /// (n(t) + 0.5))` (always positive), `N` the number of documents and `n(t)` the number
     /// containing `t`. Terms with a zero or non-finite weight are ignored.
     pub fn scores(&self, query: &Bm25Query, params: Bm25Params) -> Vec<(u32, f64)> {
+        self.score_sheet(query, params).iter().collect()
+    }
+
+    /// The scores [`Bm25Index::scores`] lists, kept where the walk summed them (a pooled dense
+    /// array at a million documents) so that a caller can pass over them once and look single
+    /// documents up ([`Bm25Scores::get`]) without a list of every score. The accumulator goes
+    /// back to the index's pool when the sheet is dropped.
+    ///
+    /// ```
+    /// use coral_score::{Bm25Index, Bm25Params, Bm25Query};
+    /// let mut index = Bm25Index::new();
+    /// index.insert_text(0, "可乐 雪碧");
+    /// index.insert_text(1, "雪碧");
+    /// let q = Bm25Query::from_text("可乐");
+    /// let sheet = index.score_sheet(&q, Bm25Params::default());
+    /// assert_eq!(sheet.len(), 1);
+    /// assert_eq!(sheet.get(0), index.score(&q, Bm25Params::default(), 0));
+    /// assert_eq!(sheet.get(1), 0.0);
+    /// ```
+    pub fn score_sheet(&self, query: &Bm25Query, params: Bm25Params) -> Bm25Scores<'_> {
         let n_docs = self.docs.len() as f64;
         if n_docs == 0.0 {
-            return Vec::new();
+            return Bm25Scores {
+                scratch: &self.scratch,
+                sums: Sums::Sparse(HashMap::new()),
+            };
         }
         let avg_len = self.total_len as f64 / n_docs;
         let mut parts = TermParts::new(params, avg_len);
@@ -320,33 +343,64 @@ impl Bm25Index {
             self.walk(query, n_docs, &mut parts, |doc, x| {
                 *acc.entry(doc).or_insert(0.0) += x
             });
-            return acc.into_iter().collect();
+            return Bm25Scores {
+                scratch: &self.scratch,
+                sums: Sums::Sparse(acc),
+            };
         }
         // A dense accumulator taken from the pool: allocating and zeroing 9 MB a search at a
         // million documents cost more page faults than the walk.
         let mut dense = self.scratch.take(self.doc_bound as usize);
-        {
-            let Dense {
-                scores,
-                hit,
-                touched,
-            } = &mut dense;
-            self.walk(query, n_docs, &mut parts, |doc, x| {
-                let d = doc as usize;
-                if !hit[d] {
-                    hit[d] = true;
-                    touched.push(doc);
-                }
-                scores[d] += x;
-            });
-        }
-        let out = dense
-            .touched
+        let postings: usize = query
+            .terms()
             .iter()
-            .map(|&d| (d, dense.scores[d as usize]))
-            .collect();
-        self.scratch.give(dense);
-        out
+            .filter(|(_, w)| *w != 0.0 && w.is_finite())
+            .filter_map(|(t, _)| self.term_ids.get(t.as_str()))
+            .map(|&id| self.postings[id as usize].len())
+            .sum();
+        let Dense {
+            scores,
+            stamps,
+            epoch,
+            touched,
+            touched_high,
+        } = &mut dense;
+        let epoch = *epoch;
+        if postings < PARALLEL_POSTINGS || rayon::current_num_threads() < 2 {
+            self.walk(query, n_docs, &mut parts, |doc, x| {
+                add_to(scores, stamps, epoch, touched, doc, doc, x);
+            });
+        } else {
+            // Two halves of the documents on two threads: each walks every list and adds
+            // what falls in its half, so each sum is added up in the same order as by one.
+            let mid = (self.doc_bound / 2) as u32;
+            let (scores_low, scores_high) = scores.split_at_mut(mid as usize);
+            let (stamps_low, stamps_high) = stamps.split_at_mut(mid as usize);
+            let mut parts_high = parts.clone();
+            rayon::join(
+                || {
+                    self.walk(query, n_docs, &mut parts, |doc, x| {
+                        if doc < mid {
+                            add_to(scores_low, stamps_low, epoch, touched, doc, doc, x);
+                        }
+                    })
+                },
+                || {
+                    self.walk(query, n_docs, &mut parts_high, |doc, x| {
+                        if doc >= mid {
+                            let at = doc - mid;
+                            add_to(scores_high, stamps_high, epoch, touched_high, doc, at, x);
+                        }
+                    })
+                },
+            );
+            touched.extend_from_slice(touched_high);
+            touched_high.clear();
+        }
+        Bm25Scores {
+            scratch: &self.scratch,
+            sums: Sums::Dense(dense),
+        }
     }
 
     /// Calls `add(doc, w(t)·idf(t)·part)` for every posting of every query term, term by term
@@ -368,8 +422,25 @@ impl Bm25Index {
             let list = &self.postings[id as usize];
             let df = list.len() as f64;
             let idf = Bm25Params::idf(n_docs, df);
+            // `weight * idf * part` multiplies left to right: the factor first, as here.
+            let factor = weight * idf;
+            if list.len() < TABLE_MIN_POSTINGS {
+                for p in list {
+                    add(p.doc, factor * parts.get(p));
+                }
+                continue;
+            }
+            // A common word: its contribution per `(tf, len)` pair from a table, with no
+            // test of the memo per posting (the same products, so the same sums).
+            let (avg_len, params) = (parts.avg_len, parts.params);
+            let table = parts.table(factor);
             for p in list {
-                add(p.doc, weight * idf * parts.get(p));
+                let i = memo_index(p);
+                let x = match table.get(i) {
+                    Some(&x) => x,
+                    None => factor * term_weight(p, avg_len, params),
+                };
+                add(p.doc, x);
             }
         }
     }
@@ -588,10 +659,13 @@ fn term_weight(p: &Posting, avg_len: f64, params: Bm25Params) -> f64 {
 /// on nothing else while the average length is fixed, and most postings share a few small
 /// pairs, so a search at a million documents divides once per pair instead of once per
 /// posting. The memo holds exactly what [`Bm25Params::term_part`] returns.
+#[derive(Clone)]
 struct TermParts {
     params: Bm25Params,
     avg_len: f64,
     memo: Vec<f64>,
+    /// A common word's contributions ([`TermParts::table`]).
+    table: Vec<f64>,
 }
 
 /// Term frequencies and lengths memoised: `tf` in 1..=8, `len` below 256.
@@ -604,35 +678,165 @@ impl TermParts {
             params,
             avg_len,
             memo: Vec::new(),
+            table: Vec::new(),
         }
     }
 
     #[inline]
     fn get(&mut self, p: &Posting) -> f64 {
-        if p.tf == 0 || p.tf > MEMO_TF || p.len >= MEMO_LEN {
+        let i = memo_index(p);
+        if i == usize::MAX {
             return term_weight(p, self.avg_len, self.params);
         }
         if self.memo.is_empty() {
             self.memo = vec![f64::NAN; (MEMO_TF * MEMO_LEN) as usize];
         }
-        let slot = &mut self.memo[((p.tf - 1) * MEMO_LEN + p.len) as usize];
+        let slot = &mut self.memo[i];
         if slot.is_nan() {
             *slot = term_weight(p, self.avg_len, self.params);
         }
         *slot
     }
+
+    /// `factor ×` every memoised part, by [`memo_index`]: a common word's contributions.
+    fn table(&mut self, factor: f64) -> &[f64] {
+        if self.memo.len() != (MEMO_TF * MEMO_LEN) as usize || self.memo.iter().any(|x| x.is_nan())
+        {
+            self.memo = (0..MEMO_TF * MEMO_LEN)
+                .map(|i| {
+                    self.params
+                        .term_part(i / MEMO_LEN + 1, i % MEMO_LEN, self.avg_len)
+                })
+                .collect();
+        }
+        self.table.clear();
+        self.table
+            .extend(self.memo.iter().map(|&part| factor * part));
+        &self.table
+    }
 }
 
-/// A dense accumulator: sums by document, whether each was hit, and the hit documents in the
-/// order first hit.
+/// Adds `x` to document `doc`'s sum, kept at `at` in `scores` and `stamps`. A sum starts at
+/// its first term (`0.0 + x` is `x`), so nothing is cleared between searches.
+#[inline]
+fn add_to(
+    scores: &mut [f64],
+    stamps: &mut [u32],
+    epoch: u32,
+    touched: &mut Vec<u32>,
+    doc: u32,
+    at: u32,
+    x: f64,
+) {
+    let d = at as usize;
+    if stamps[d] == epoch {
+        scores[d] += x;
+    } else {
+        stamps[d] = epoch;
+        touched.push(doc);
+        scores[d] = x;
+    }
+}
+
+/// Searches walking at least this many postings split the documents between two threads: at
+/// a million documents a common word's walk is most of a search, and below about this a
+/// thread's hand-off costs more than it saves.
+const PARALLEL_POSTINGS: usize = 65_536;
+
+/// A posting's place in the memo of term parts, `usize::MAX` when its pair is not memoised.
+#[inline]
+fn memo_index(p: &Posting) -> usize {
+    if p.tf.wrapping_sub(1) < MEMO_TF && p.len < MEMO_LEN {
+        ((p.tf - 1) * MEMO_LEN + p.len) as usize
+    } else {
+        usize::MAX
+    }
+}
+
+/// Posting lists at least this long are walked with a table of their contributions (filling
+/// it costs 2,048 products, a few microseconds).
+const TABLE_MIN_POSTINGS: usize = 4096;
+
+/// One search's BM25 sums by document ([`Bm25Index::score_sheet`]).
+#[derive(Debug)]
+pub struct Bm25Scores<'a> {
+    scratch: &'a ScratchPool,
+    sums: Sums,
+}
+
+#[derive(Debug)]
+enum Sums {
+    Dense(Dense),
+    Sparse(HashMap<u32, f64>),
+}
+
+impl Bm25Scores<'_> {
+    /// How many documents share a term with the query.
+    pub fn len(&self) -> usize {
+        match &self.sums {
+            Sums::Dense(d) => d.touched.len(),
+            Sums::Sparse(m) => m.len(),
+        }
+    }
+
+    /// Whether no document shares a term with the query.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A document's score: the number [`Bm25Index::score`] gives it, 0 when it shares no term.
+    #[inline]
+    pub fn get(&self, doc: u32) -> f64 {
+        match &self.sums {
+            Sums::Dense(d) => match d.stamps.get(doc as usize) {
+                Some(&stamp) if stamp == d.epoch => d.scores[doc as usize],
+                _ => 0.0,
+            },
+            Sums::Sparse(m) => m.get(&doc).copied().unwrap_or(0.0),
+        }
+    }
+
+    /// Every document sharing a term with the query with its score, in the order the walk
+    /// first reached them (dense) or in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let (dense, sparse) = match &self.sums {
+            Sums::Dense(d) => (Some(d), None),
+            Sums::Sparse(m) => (None, Some(m)),
+        };
+        let dense = dense
+            .into_iter()
+            .flat_map(|d| d.touched.iter().map(|&doc| (doc, d.scores[doc as usize])));
+        let sparse = sparse
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(&doc, &score)| (doc, score)));
+        dense.chain(sparse)
+    }
+}
+
+impl Drop for Bm25Scores<'_> {
+    fn drop(&mut self) {
+        if let Sums::Dense(dense) = &mut self.sums {
+            self.scratch.give(std::mem::take(dense));
+        }
+    }
+}
+
+/// A dense accumulator: sums by document, the search that last wrote each (a document's sum
+/// is this search's when its stamp is the accumulator's epoch, stale otherwise), and the
+/// documents hit, in the order first hit. Stamps instead of flags: the next search starts
+/// with a new epoch instead of clearing what this one touched (at a million documents that
+/// pass cost an eighth of a search).
 #[derive(Debug, Default)]
 struct Dense {
     scores: Vec<f64>,
-    hit: Vec<bool>,
+    stamps: Vec<u32>,
+    epoch: u32,
     touched: Vec<u32>,
+    /// The upper half's documents hit, while two threads walk.
+    touched_high: Vec<u32>,
 }
 
-/// Zeroed dense accumulators kept between searches (cloning an index starts an empty pool).
+/// Accumulators kept between searches (cloning an index starts an empty pool).
 #[derive(Debug, Default)]
 struct ScratchPool(std::sync::Mutex<Vec<Dense>>);
 
@@ -643,7 +847,7 @@ impl Clone for ScratchPool {
 }
 
 impl ScratchPool {
-    /// An accumulator of at least `n` zeroed documents.
+    /// An accumulator of at least `n` documents, none of them hit.
     fn take(&self, n: usize) -> Dense {
         let mut dense = self
             .0
@@ -653,18 +857,20 @@ impl ScratchPool {
             .unwrap_or_default();
         if dense.scores.len() < n {
             dense.scores.resize(n, 0.0);
-            dense.hit.resize(n, false);
+            dense.stamps.resize(n, 0);
+        }
+        dense.touched.clear();
+        dense.epoch = dense.epoch.wrapping_add(1);
+        if dense.epoch == 0 {
+            // Four billion searches later: stamps of the first epoch would look current.
+            dense.stamps.fill(0);
+            dense.epoch = 1;
         }
         dense
     }
 
-    /// Zeroes what a search touched and keeps the accumulator for the next.
-    fn give(&self, mut dense: Dense) {
-        for &d in &dense.touched {
-            dense.scores[d as usize] = 0.0;
-            dense.hit[d as usize] = false;
-        }
-        dense.touched.clear();
+    /// Keeps the accumulator for the next search.
+    fn give(&self, dense: Dense) {
         if let Ok(mut pool) = self.0.lock() {
             // Two at most: searches of one index rarely overlap more.
             if pool.len() < 2 {
@@ -737,6 +943,118 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
     use std::collections::BTreeMap;
+
+    /// A common word (more postings than the table threshold) with every kind of `(tf, len)`
+    /// pair, memoised or not, beside rare words: the sheet's sums, the listed scores and the
+    /// one-document score are the same numbers, bit for bit.
+    #[test]
+    fn common_words_walked_by_table_score_as_one_document_does() {
+        let mut index = Bm25Index::new();
+        let docs = 3 * TABLE_MIN_POSTINGS as u32;
+        for doc in 0..docs {
+            let tf = 1 + doc % 11; // 9 and above are not memoised
+            let filler = (doc * 7) % 300; // lengths of 256 and more are not memoised either
+            let mut terms: Vec<String> = vec!["common".into(); tf as usize];
+            terms.extend((0..filler).map(|i| format!("w{}", (doc + i) % 97)));
+            if doc % 500 == 0 {
+                terms.push("rare".into());
+            }
+            index.insert(doc, terms);
+        }
+        let mut query = Bm25Query::default();
+        query.add_term("common", 1.0);
+        query.add_term("rare", 2.5);
+        query.add_term("w3", 0.5);
+        let params = Bm25Params::default();
+        let sheet = index.score_sheet(&query, params);
+        assert_eq!(sheet.len(), docs as usize);
+        for doc in 0..docs {
+            assert_eq!(
+                sheet.get(doc).to_bits(),
+                index.score(&query, params, doc).to_bits(),
+                "document {doc}"
+            );
+        }
+        let listed: BTreeMap<u32, u64> = index
+            .scores(&query, params)
+            .into_iter()
+            .map(|(d, s)| (d, s.to_bits()))
+            .collect();
+        assert_eq!(listed.len(), docs as usize);
+        assert!(listed.iter().all(|(&d, &s)| s == sheet.get(d).to_bits()));
+        drop(sheet);
+        // The next search reuses the accumulator: what the last one summed is not carried.
+        let mut rare = Bm25Query::default();
+        rare.add_term("rare", 1.0);
+        let again = index.score_sheet(&rare, params);
+        assert_eq!(again.len(), (docs as usize).div_ceil(500));
+        for doc in 0..docs {
+            assert_eq!(
+                again.get(doc).to_bits(),
+                index.score(&rare, params, doc).to_bits()
+            );
+        }
+    }
+
+    /// A walk long enough to be split between two threads sums every document as one thread
+    /// does, and lists each document once.
+    #[test]
+    fn two_threads_sum_as_one() {
+        let mut index = Bm25Index::new();
+        let docs = 40_000u32;
+        for doc in 0..docs {
+            let mut terms = vec!["common".to_string(); 1 + (doc % 3) as usize];
+            terms.push(format!("w{}", doc % 13));
+            terms.push("other".into());
+            if doc % 2 == 0 {
+                terms.push("half".into());
+            }
+            index.insert(doc, terms);
+        }
+        let mut query = Bm25Query::default();
+        query.add_term("common", 1.0);
+        query.add_term("other", 0.7);
+        query.add_term("w5", 2.0);
+        query.add_term("half", 1.3);
+        let params = Bm25Params::default();
+        let postings = 40_000 * 2 + 40_000 / 13 + 20_000;
+        assert!(
+            postings >= PARALLEL_POSTINGS,
+            "the walk must be long enough to split"
+        );
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let listed = two.install(|| {
+            let sheet = index.score_sheet(&query, params);
+            for doc in 0..docs {
+                assert_eq!(
+                    sheet.get(doc).to_bits(),
+                    index.score(&query, params, doc).to_bits(),
+                    "document {doc}"
+                );
+            }
+            sheet.iter().map(|(d, _)| d).collect::<Vec<_>>()
+        });
+        let distinct: std::collections::BTreeSet<u32> = listed.iter().copied().collect();
+        assert_eq!(listed.len(), docs as usize);
+        assert_eq!(distinct.len(), docs as usize);
+    }
+
+    /// After the last epoch the stamps are cleared, so no stale sum looks current.
+    #[test]
+    fn accumulator_epochs_wrap_without_stale_sums() {
+        let pool = ScratchPool::default();
+        let mut dense = pool.take(4);
+        dense.epoch = u32::MAX;
+        dense.stamps.fill(u32::MAX);
+        dense.scores.fill(7.0);
+        pool.give(dense);
+        let dense = pool.take(4);
+        assert_eq!(dense.epoch, 1);
+        assert!(dense.stamps.iter().all(|&s| s != dense.epoch));
+    }
 
     fn golden() -> Value {
         serde_json::from_str(include_str!(concat!(

@@ -16,7 +16,7 @@
 //! USE vectors, MADial zh / en / LoCoMo dev): RRF at best 61.8 / 60.7 / 50.1, this
 //! 62.2 / 65.4 / 55.7 (with neighbours; 62.4 / 65.7 / 52.8 without).
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Mean and spread of one ranking's scores over its whole population, accumulated one score
 /// at a time (zeros may be added in bulk) and mergeable across parallel chunks. Welford's
@@ -89,6 +89,27 @@ impl Spread {
         self.mean += delta * m / total;
         self.m2 += other.m2 + delta * delta * n * m / total;
         self.count += other.count;
+    }
+
+    /// The spread of these scores less `part`'s, which must be among them (the inverse of
+    /// [`Spread::merge`]).
+    fn without(&self, part: &Spread) -> Spread {
+        if part.count == 0 {
+            return *self;
+        }
+        if part.count >= self.count {
+            return Spread::default();
+        }
+        let (n, m) = (self.count as f64, part.count as f64);
+        let rest = n - m;
+        let mean = (n * self.mean - m * part.mean) / rest;
+        let delta = part.mean - mean;
+        let m2 = self.m2 - part.m2 - delta * delta * rest * m / n;
+        Spread {
+            count: self.count - part.count,
+            mean,
+            m2: m2.max(0.0),
+        }
     }
 
     /// How many scores.
@@ -306,6 +327,146 @@ pub fn with_neighbours_owned(
         entry.1 += weight * c;
     }
     (scores, true)
+}
+
+/// The best `limit` of `scores` with neighbouring context, and the spread of every score as
+/// ranked: what [`with_neighbours_owned`] followed by [`Spread::of`] over its output (in a
+/// population of `population`) and the choice of its best `limit` give, in one pass over
+/// `scores` with no list of them. At a million documents a common word scores most of them,
+/// and the list, its two filters, the selection and the spread's division per score cost
+/// about half the keyword side (docs/ann.md, "Search latency").
+///
+/// The entries are those `with_neighbours_owned` ranks best (by score, then smaller id; only
+/// positive scores), with context added when `weight` is positive, in no particular order.
+/// The spread is the same up to rounding: it is summed as distances to the first score instead
+/// of with Welford's update, and the best entries' context enters by replacing their bare
+/// scores.
+///
+/// ```
+/// use coral_score::{Spread, best_with_neighbours};
+/// let next = |id: u32| [id.checked_sub(1), (id < 2).then_some(id + 1)];
+/// let scores = [(1, 10.0), (2, 1.0), (0, -1.0)];
+/// let score_of = |id: u32| scores.iter().find(|e| e.0 == id).map_or(0.0, |e| e.1);
+/// let (best, spread) = best_with_neighbours(scores, 4, 0.3, 1, next, score_of);
+/// assert_eq!(best, [(1, 10.3)]);
+/// let expected = Spread::of([10.3, 1.0], 4);
+/// assert!((spread.mean() - expected.mean()).abs() < 1e-12);
+/// assert!((spread.std_dev() - expected.std_dev()).abs() < 1e-12);
+/// ```
+pub fn best_with_neighbours(
+    scores: impl IntoIterator<Item = (u32, f64)>,
+    population: u64,
+    weight: f64,
+    limit: usize,
+    mut neighbours: impl FnMut(u32) -> [Option<u32>; 2],
+    score_of: impl Fn(u32) -> f64,
+) -> (Vec<(u32, f64)>, Spread) {
+    let limit = limit.max(1);
+    let mut best: BinaryHeap<Worst> = BinaryHeap::with_capacity(limit + 1);
+    // The entry to beat once `limit` are kept, as plain numbers: most scores fail the first
+    // comparison and never reach the heap.
+    let mut bar = Worst(f64::NEG_INFINITY, u32::MAX);
+    let mut spread = ShiftedSums::default();
+    for (id, score) in scores {
+        // `!(score > 0.0)` holds for NaN too, as `with_neighbours_owned`'s filter.
+        if !(score > 0.0) {
+            continue;
+        }
+        spread.add(score);
+        if best.len() < limit {
+            best.push(Worst(score, id));
+            if best.len() == limit {
+                bar = *best.peek().unwrap_or(&bar);
+            }
+        } else if score > bar.0 || (score == bar.0 && id < bar.1) {
+            if let Some(mut worst) = best.peek_mut() {
+                *worst = Worst(score, id);
+            }
+            bar = *best.peek().unwrap_or(&bar);
+        }
+    }
+    let mut spread = spread.finish();
+    let mut best: Vec<(u32, f64)> = best.into_iter().map(|w| (w.1, w.0)).collect();
+    if !weight.is_nan() && weight > 0.0 && !best.is_empty() {
+        let bare = Spread::of(best.iter().map(|e| e.1), 0);
+        for entry in &mut best {
+            let context = neighbours(entry.0)
+                .into_iter()
+                .flatten()
+                .map(|n| score_of(n).max(0.0))
+                .fold(0.0f64, f64::max);
+            entry.1 += weight * context;
+        }
+        let smoothed = Spread::of(best.iter().map(|e| e.1), 0);
+        spread = spread.without(&bare);
+        spread.merge(&smoothed);
+    }
+    spread.add_zeros(population.saturating_sub(spread.count));
+    (best, spread)
+}
+
+/// A kept entry of [`best_with_neighbours`], ordered so that the heap's top is the one to drop
+/// first: the lower score, then the larger id ([`with_neighbours_owned`]'s order reversed).
+#[derive(Clone, Copy, Debug)]
+struct Worst(f64, u32);
+
+impl PartialEq for Worst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Worst {}
+
+impl PartialOrd for Worst {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Worst {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// A [`Spread`] from sums of the scores' distances to the first one (shifted data: no
+/// division per score, as Welford's update needs, and no loss to cancellation while the
+/// scores are near each other, as one query's are).
+#[derive(Default)]
+struct ShiftedSums {
+    count: u64,
+    shift: f64,
+    sum: f64,
+    squares: f64,
+}
+
+impl ShiftedSums {
+    #[inline]
+    fn add(&mut self, x: f64) {
+        // As `Spread::add`: a non-finite score counts as 0.
+        let x = if x.is_finite() { x } else { 0.0 };
+        if self.count == 0 {
+            self.shift = x;
+        }
+        self.count += 1;
+        let d = x - self.shift;
+        self.sum += d;
+        self.squares += d * d;
+    }
+
+    fn finish(self) -> Spread {
+        if self.count == 0 {
+            return Spread::default();
+        }
+        let n = self.count as f64;
+        let mean_shift = self.sum / n;
+        Spread {
+            count: self.count,
+            mean: self.shift + mean_shift,
+            m2: (self.squares - self.sum * mean_shift).max(0.0),
+        }
+    }
 }
 
 /// Scores by id.
@@ -559,6 +720,104 @@ mod tests {
             want.sort_by_key(|e| e.0);
             got.sort_by_key(|e| e.0);
             prop_assert_eq!(got, want);
+        }
+    }
+
+    /// What the keyword side did before [`best_with_neighbours`]: the owned variant, the
+    /// spread of its output, and its best `limit`.
+    fn composed(
+        scores: &[(u32, f64)],
+        population: u64,
+        weight: f64,
+        limit: usize,
+        next: impl FnMut(u32) -> [Option<u32>; 2],
+        score_of: impl Fn(u32) -> f64,
+    ) -> (Vec<(u32, f64)>, Spread) {
+        let (mut out, best_first) =
+            with_neighbours_owned(scores.to_vec(), weight, limit, next, score_of);
+        let spread = Spread::of(out.iter().map(|e| e.1), population);
+        let order = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if out.len() > limit {
+            if !best_first {
+                out.select_nth_unstable_by(limit - 1, order);
+            }
+            out.truncate(limit);
+        }
+        (out, spread)
+    }
+
+    fn assert_same_spread(got: &Spread, want: &Spread) {
+        assert_eq!(got.count(), want.count());
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-11 * (1.0 + a.abs().max(b.abs()));
+        assert!(close(got.mean(), want.mean()), "{got:?} {want:?}");
+        assert!(close(got.std_dev(), want.std_dev()), "{got:?} {want:?}");
+    }
+
+    proptest! {
+        /// One pass gives the owned variant's best entries, bit for bit, and its spread up to
+        /// rounding; ties, non-positive, NaN and infinite scores included.
+        #[test]
+        fn best_with_neighbours_agrees_with_the_composition(
+            raw in proptest::collection::btree_map(
+                0u32..3000,
+                prop_oneof![
+                    8 => (0u8..6).prop_map(f64::from),
+                    8 => -1.0f64..5.0,
+                    1 => Just(f64::NAN),
+                    1 => Just(f64::INFINITY),
+                ],
+                0..2500,
+            ),
+            weight in prop_oneof![Just(0.0), Just(0.3), Just(f64::NAN), 0.0f64..1.0],
+            limit in 1usize..600,
+            gap in 1u32..4,
+            extra in 0u64..1000,
+        ) {
+            let scores: Vec<(u32, f64)> = raw.iter().map(|(&k, &v)| (k, v)).collect();
+            let next = |id: u32| [id.checked_sub(gap), Some(id + gap)];
+            let score_of = |id: u32| raw.get(&id).copied().unwrap_or(0.0);
+            let population = scores.len() as u64 + extra;
+            let (mut want, want_spread) =
+                composed(&scores, population, weight, limit, next, score_of);
+            let (mut got, got_spread) = best_with_neighbours(
+                scores.iter().copied(), population, weight, limit, next, score_of);
+            want.sort_by_key(|e| e.0);
+            got.sort_by_key(|e| e.0);
+            prop_assert_eq!(
+                got.iter().map(|e| (e.0, e.1.to_bits())).collect::<Vec<_>>(),
+                want.iter().map(|e| (e.0, e.1.to_bits())).collect::<Vec<_>>()
+            );
+            assert_same_spread(&got_spread, &want_spread);
+        }
+    }
+
+    /// At the size it is for (a common word scoring most of 200,000 documents),
+    /// the spread still agrees with Welford's one score at a time.
+    #[test]
+    fn best_with_neighbours_spread_holds_over_many_chunks() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let scores: Vec<(u32, f64)> = (0..200_000u32)
+            .map(|id| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (id, (x >> 11) as f64 / (1u64 << 53) as f64 * 12.0)
+            })
+            .collect();
+        let next = |id: u32| [id.checked_sub(1), Some(id + 1)];
+        let score_of = |id: u32| scores.get(id as usize).map_or(0.0, |e| e.1);
+        for weight in [0.0, 0.3] {
+            let (want, want_spread) = composed(&scores, 1_000_000, weight, 400, next, score_of);
+            let (got, got_spread) = best_with_neighbours(
+                scores.iter().copied(),
+                1_000_000,
+                weight,
+                400,
+                next,
+                score_of,
+            );
+            assert_eq!(got.len(), want.len());
+            assert_same_spread(&got_spread, &want_spread);
         }
     }
 

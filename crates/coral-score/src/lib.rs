@@ -63,11 +63,12 @@ pub use analysis::{
     content_lines, for_each_search_term, is_mostly_cjk, is_stop_term, search_query, search_terms,
     stem,
 };
-pub use bm25::{Bm25Index, Bm25Params, Bm25Query};
+pub use bm25::{Bm25Index, Bm25Params, Bm25Query, Bm25Scores};
 pub use decay::time_decay;
 pub use dot::{cosine, dot};
 pub use fusion::{
-    HybridParams, Relevance, Spread, fuse_hybrid, with_neighbours, with_neighbours_owned,
+    HybridParams, Relevance, Spread, best_with_neighbours, fuse_hybrid, with_neighbours,
+    with_neighbours_owned,
 };
 pub use jaccard::{BITMAP_WORDS, Bitmap, bitmap_jaccard};
 pub use near_duplicate::near_duplicate;

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use coral_score::{Bm25Index, Bm25Params, Bm25Query, Scored, TopK, search_terms};
+use coral_score::{Bm25Index, Bm25Params, Bm25Query, Bm25Scores, Scored, TopK, search_terms};
 use coral_store::{Pool, tiebreak_key};
 
 use super::id_key::IdKey;
@@ -37,6 +37,34 @@ pub(crate) struct KeywordIndex {
     reconciled: u64,
     /// Slots in creation-time order: (sortable timestamp, tie-break key, slot).
     by_time: BTreeSet<(i64, u64, u32)>,
+}
+
+/// Which slots a filtered search may use ([`KeywordIndex::slot_filter`]).
+pub(crate) enum SlotFilter<'a> {
+    /// No filter.
+    All,
+    /// By slot, mapped from the allowed rows.
+    Slots(Vec<bool>),
+    /// By the slot's pool row, looked up per slot.
+    Rows {
+        index: &'a KeywordIndex,
+        pool: &'a Pool,
+        allow: &'a RoaringBitmap,
+    },
+}
+
+impl SlotFilter<'_> {
+    /// Whether `slot` passes.
+    #[inline]
+    pub(crate) fn allows(&self, slot: u32) -> bool {
+        match self {
+            SlotFilter::All => true,
+            SlotFilter::Slots(slots) => slots.get(slot as usize).copied().unwrap_or(false),
+            SlotFilter::Rows { index, pool, allow } => {
+                index.row_of(pool, slot).is_some_and(|r| allow.contains(r))
+            }
+        }
+    }
 }
 
 /// A timestamp as an integer that sorts like it (milliseconds; Unix times here are in
@@ -145,26 +173,39 @@ impl KeywordIndex {
             .collect()
     }
 
-    /// Every positive BM25 score among `allow` (all when `None`), by slot, in no particular
-    /// order ([`KeywordIndex::row_of`] maps a slot to its pool row).
-    pub(crate) fn scores(
-        &self,
-        pool: &Pool,
-        query: &Bm25Query,
-        allow: Option<&RoaringBitmap>,
-    ) -> Vec<(u32, f64)> {
-        let mut scores = self.index.scores(query, Bm25Params::default());
-        scores.retain(|&(slot, score)| {
-            score > 0.0
-                && allow.is_none_or(|a| self.row_of(pool, slot).is_some_and(|r| a.contains(r)))
-        });
-        scores
+    /// The query's BM25 sums by slot, for one pass over them ([`Bm25Scores::iter`]) and
+    /// look-ups of single slots ([`Bm25Scores::get`], the number
+    /// `Bm25Index::score` gives).
+    pub(crate) fn sheet(&self, query: &Bm25Query) -> Bm25Scores<'_> {
+        self.index.score_sheet(query, Bm25Params::default())
     }
 
-    /// The BM25 score of one slot's item (0 when it shares no term), the same number
-    /// [`KeywordIndex::scores`] gives it.
-    pub(crate) fn slot_score(&self, query: &Bm25Query, slot: u32) -> f64 {
-        self.index.score(query, Bm25Params::default(), slot)
+    /// Whether a slot's item is among `allow` (all when `None`), for `touched` slots to be
+    /// asked: with a filter smaller than that, its rows are mapped to slots once (a look-up
+    /// per allowed row) instead of a look-up per slot asked.
+    pub(crate) fn slot_filter<'a>(
+        &'a self,
+        pool: &'a Pool,
+        allow: Option<&'a RoaringBitmap>,
+        touched: usize,
+    ) -> SlotFilter<'a> {
+        match allow {
+            None => SlotFilter::All,
+            Some(allow) if allow.len() < touched as u64 => {
+                let mut slots = vec![false; self.docs.len()];
+                for row in allow.iter().filter(|&r| (r as usize) < pool.len()) {
+                    if let Some(&slot) = self.slots.get(&IdKey::of(&pool.item(row).item_id)) {
+                        slots[slot as usize] = true;
+                    }
+                }
+                SlotFilter::Slots(slots)
+            }
+            Some(allow) => SlotFilter::Rows {
+                index: self,
+                pool,
+                allow,
+            },
+        }
     }
 
     /// The pool row of a slot's item.
@@ -218,19 +259,13 @@ impl KeywordIndex {
     }
 
     /// The share of the query's term weight an item matches (`Bm25Index::coverage_of`), by
-    /// pool row.
-    pub(crate) fn coverage_of<'a>(
-        &'a self,
-        pool: &'a Pool,
+    /// slot.
+    pub(crate) fn slot_coverage(
+        &self,
         query: &Bm25Query,
         count_absent: bool,
-    ) -> impl Fn(u32) -> f64 + 'a {
-        let share = self.index.coverage_of(query, count_absent);
-        move |row| {
-            self.slots
-                .get(&IdKey::of(&pool.item(row).item_id))
-                .map_or(0.0, |&slot| share(slot))
-        }
+    ) -> impl Fn(u32) -> f64 + '_ {
+        self.index.coverage_of(query, count_absent)
     }
 
     /// The BM25 score of one item (0 when it is not indexed or shares no term).
@@ -390,6 +425,51 @@ mod tests {
                 "summary of {} memories about 拿铁咖啡",
                 texts.len()
             ))
+        }
+    }
+
+    /// Both forms of the slot filter (allowed rows mapped to slots, or each slot's row looked
+    /// up) say what the row says, after deletes have moved rows and reused slots.
+    #[test]
+    fn slot_filters_agree_with_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open(dir.path(), "hybrid");
+        let ids: Vec<String> = texts(60)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| insert(&coral, t, i as f64 * 0.1))
+            .collect();
+        for id in ids.iter().step_by(7) {
+            assert!(coral.delete(id).unwrap());
+        }
+        for t in texts(70).iter().skip(60) {
+            insert(&coral, t, 0.0);
+        }
+        let engine = coral.engine().lock_raw();
+        let pool = engine.door.view().pool();
+        let index = engine
+            .door
+            .keyword_index()
+            .expect("hybrid mode keeps an index");
+        let n = pool.len() as u32;
+        let allows: [RoaringBitmap; 3] = [
+            (0..n).filter(|r| r % 3 == 0).collect(),
+            (0..n).filter(|&r| r != 5).collect(),
+            [2u32].into_iter().collect(),
+        ];
+        for allow in &allows {
+            let slots = index.slot_filter(pool, Some(allow), usize::MAX);
+            let rows = index.slot_filter(pool, Some(allow), 0);
+            assert!(matches!(slots, SlotFilter::Slots(_)));
+            assert!(matches!(rows, SlotFilter::Rows { .. }));
+            let mut passed = 0;
+            for slot in 0..index.docs.len() as u32 + 2 {
+                let want = index.row_of(pool, slot).is_some_and(|r| allow.contains(r));
+                assert_eq!(slots.allows(slot), want, "slot {slot}");
+                assert_eq!(rows.allows(slot), want, "slot {slot}");
+                passed += usize::from(want);
+            }
+            assert_eq!(passed as u64, allow.len());
         }
     }
 

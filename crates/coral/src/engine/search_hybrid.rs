@@ -20,10 +20,11 @@
 
 use coral_heat::HeatParams;
 use coral_score::{
-    BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Spread, TimeWindow, bitmap_jaccard,
-    fuse_hybrid, rank_lists, time_decay, with_neighbours_owned,
+    BITMAP_WORDS, Bitmap, Bm25Query, HybridParams, ListQuery, Spread, TimeWindow,
+    best_with_neighbours, bitmap_jaccard, fuse_hybrid, rank_lists, time_decay,
 };
 use roaring::RoaringBitmap;
+use std::collections::HashMap;
 
 use super::State;
 use super::search_rrf::{Fused, RRF_DEPTH};
@@ -79,44 +80,40 @@ impl State {
             .vector
             .filter(|v| v.len() == pool.dim() && p.vector > 0.0);
         let empty: Bitmap = [0; BITMAP_WORDS];
-        // BM25 by slot with neighbouring context, and its spread over every searchable item.
+        // BM25 by slot with neighbouring context, and its spread over every searchable item:
+        // one pass over the walk's sums keeps the best 4 × depth (fusion looks at those only,
+        // the z-score following the score) and sums the spread of the scores as ranked (with
+        // their context, so that context does not stand out against the bare scores' spread).
         let keyword_side = || {
-            let raw = if p.bm25 > 0.0 {
-                keywords.scores(pool, query.keywords, query.allow)
-            } else {
-                Vec::new()
-            };
-            let (smoothed, best_first) = with_neighbours_owned(
-                raw,
+            if p.bm25 <= 0.0 {
+                return (Vec::new(), Spread::of([], population), HashMap::new());
+            }
+            let sheet = keywords.sheet(query.keywords);
+            let filter = keywords.slot_filter(pool, query.allow, sheet.len());
+            let scores = sheet.iter().filter(|&(slot, _)| filter.allows(slot));
+            let (best, bm25_spread) = best_with_neighbours(
+                scores,
+                population,
                 p.neighbours,
                 4 * depth,
                 |slot| {
                     keywords
                         .neighbours(slot, p.neighbour_gap)
-                        .map(|n| n.filter(|&s| keywords.row_of(pool, s).is_some_and(allowed)))
+                        .map(|n| n.filter(|&s| filter.allows(s)))
                 },
-                |slot| keywords.slot_score(query.keywords, slot),
+                |slot| sheet.get(slot),
             );
-            // The spread of the scores as ranked (with their context), so that context does not
-            // stand out against the bare scores' spread.
-            let bm25_spread = Spread::of(smoothed.iter().map(|h| h.1), population);
-            // Fusion looks at the best 4 × depth only (the z-score follows the score): map just
-            // those to rows, not every item a common word matched.
-            let mut best = smoothed;
-            let keep = 4 * depth;
-            if best.len() > keep {
-                if !best_first {
-                    best.select_nth_unstable_by(keep - 1, |a, b| {
-                        b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
-                    });
+            let mut bm25 = Vec::with_capacity(best.len());
+            // Fusion asks the coverage of these only: by slot now, not by row later.
+            let mut coverage = HashMap::with_capacity(best.len());
+            let share = keywords.slot_coverage(query.keywords, query.question);
+            for &(slot, s) in &best {
+                if let Some(row) = keywords.row_of(pool, slot) {
+                    bm25.push((row, s));
+                    coverage.insert(row, share(slot));
                 }
-                best.truncate(keep);
             }
-            let bm25: Vec<(u32, f64)> = best
-                .iter()
-                .filter_map(|&(slot, s)| Some((keywords.row_of(pool, slot)?, s)))
-                .collect();
-            (bm25, bm25_spread)
+            (bm25, bm25_spread, coverage)
         };
         let vector_side = || match (vector, vectors) {
             // Above `retrieval.ann_threshold`: the graph's candidates, re-ranked exactly, and
@@ -145,13 +142,13 @@ impl State {
         // With the index (a pool at or above `retrieval.ann_threshold`) the two rankings are
         // independent walks of a few milliseconds each (docs/ann.md, "Measured"): they run
         // side by side on two cores. Below it, one after the other as before.
-        let ((bm25, bm25_spread), lists) = if vector.is_some() && vectors.is_some() {
+        let ((bm25, bm25_spread, coverage), lists) = if vector.is_some() && vectors.is_some() {
             rayon::join(keyword_side, vector_side)
         } else {
             (keyword_side(), vector_side())
         };
         let by_vector: Vec<(u32, f64)> = lists.vector.iter().map(|h| (h.row, h.score)).collect();
-        let coverage = keywords.coverage_of(pool, query.keywords, query.question);
+        let coverage = |row: u32| coverage.get(&row).copied().unwrap_or(0.0);
 
         let mut fused: Vec<(u32, f64)> = fuse_hybrid(
             &bm25,
