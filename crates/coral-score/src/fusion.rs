@@ -368,8 +368,8 @@ pub fn best_with_neighbours(
     let mut bar = Worst(f64::NEG_INFINITY, u32::MAX);
     let mut spread = ShiftedSums::default();
     for (id, score) in scores {
-        // `!(score > 0.0)` holds for NaN too, as `with_neighbours_owned`'s filter.
-        if !(score > 0.0) {
+        // NaN is dropped too, as by `with_neighbours_owned`'s filter (`s > 0.0`).
+        if score.is_nan() || score <= 0.0 {
             continue;
         }
         spread.add(score);
