@@ -24,6 +24,7 @@
 //! ```
 
 mod error;
+mod import;
 mod memory;
 mod options;
 mod pool;
@@ -34,6 +35,7 @@ mod store;
 mod threads;
 
 pub use error::{Error, Result};
+pub use import::{ExportPage, Exported};
 pub use memory::{InsertOutcome, NewMemory, Stored, TierCounts};
 pub use options::{PgOptions, URL_ENV};
 pub use schema::SCHEMA_VERSION;
