@@ -46,6 +46,10 @@ pub struct MigrateArgs {
     /// Memories per transaction (1 to 10000).
     #[arg(long, default_value_t = 500)]
     pub batch: usize,
+    /// With --to postgres: batches written at once, each on its own connection (at most
+    /// storage.postgres_pool_size).
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
     /// Sample searches compared on both sides at the end.
     #[arg(long, default_value_t = 5)]
     pub samples: usize,
@@ -90,6 +94,7 @@ pub(crate) fn run(cli: &Globals, args: &MigrateArgs) -> Result<u8, Failure> {
     let options = MigrateOptions {
         batch: args.batch,
         samples: args.samples,
+        jobs: args.jobs,
     };
     let now = Instant::now();
     let mut lines = Lines {
