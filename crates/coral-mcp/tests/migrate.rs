@@ -178,6 +178,16 @@ fn fill(config: &Path, n: usize, seed: u64) -> PathBuf {
     c.thread_interrupt(&child.thread_id, Some("paused"))
         .unwrap();
     c.thread_archive(&child.thread_id).unwrap();
+    // Two timeline entries, which stay behind (the database has no timeline yet).
+    let timeline = c.timeline().unwrap();
+    let ns = coral::timeline::Namespace::new("u1", "c1");
+    timeline
+        .record_user_turn(&ns, "where were we?", now)
+        .unwrap();
+    timeline
+        .record_assistant_turn(&ns, "at the migration", now + 1.0)
+        .unwrap();
+    drop(timeline);
     let dir = c.config().store_paths().dir;
     c.close().unwrap();
     dir
