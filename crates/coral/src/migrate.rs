@@ -29,6 +29,9 @@ use crate::limits::unix_now;
 use crate::models::embedder_for;
 use crate::types::{Memory, SearchOptions};
 
+/// A memory of the pool with its vector (`None`: to compute).
+type Row = (Memory, Option<Vec<f32>>);
+
 /// How a migration runs.
 #[derive(Clone, Debug)]
 pub struct MigrateOptions {
@@ -293,11 +296,7 @@ struct Batch {
 
 /// One batch of memories into the database, in one transaction: the vectors the pool holds
 /// for the open embedder, the others computed (outside any transaction).
-fn copy_batch(
-    db: &PgStore,
-    embedder: &dyn Embedder,
-    chunk: &[&(Memory, Option<Vec<f32>>)],
-) -> Result<Batch> {
+fn copy_batch(db: &PgStore, embedder: &dyn Embedder, chunk: &[&Row]) -> Result<Batch> {
     let usable = |v: &Option<Vec<f32>>| v.as_ref().is_some_and(|v| v.len() == embedder.dim());
     let missing: Vec<&str> = chunk
         .iter()
@@ -389,7 +388,7 @@ pub fn migrate_to_postgres(
         ..Copied::default()
     };
     let (mut vectors_copied, mut vectors_computed) = (0, 0);
-    let todo: Vec<&(Memory, Option<Vec<f32>>)> = rows
+    let todo: Vec<&Row> = rows
         .iter()
         .filter(|r| !present.contains(&r.0.item.item_id))
         .collect();
@@ -398,7 +397,7 @@ pub fn migrate_to_postgres(
         done: present.len(),
         total: rows.len(),
     });
-    let chunks: Vec<&[&(Memory, Option<Vec<f32>>)]> = todo.chunks(options.batch).collect();
+    let chunks: Vec<&[&Row]> = todo.chunks(options.batch).collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (sent, received) = mpsc::channel::<Result<Batch>>();
