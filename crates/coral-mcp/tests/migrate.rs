@@ -306,41 +306,13 @@ fn a_killed_migration_resumes_without_duplicates() {
     let before = export(&config, None);
     let pg = pg_config(work.path(), &url, &tenant);
 
-    let mut child = Command::new(CORAL)
-        .arg("--config")
-        .arg(&config)
-        .args([
+    kill_after_first_batch(
+        &config,
+        &[
             "migrate", "--to", "postgres", &url, "--tenant", &tenant, "--batch", "25",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    // Killed as soon as it says a batch is committed and more are to come.
-    loop {
-        let mut line = String::new();
-        let n = stderr.read_line(&mut line).unwrap();
-        assert!(
-            n > 0,
-            "the migration ended before a batch was reported: {seen}"
-        );
-        seen.push_str(&line);
-        let Some(rest) = line.trim().strip_prefix("coral: migrate: memories ") else {
-            continue;
-        };
-        let done: usize = rest.split('/').next().unwrap().parse().unwrap();
-        if done > 0 {
-            assert!(done < total, "{seen}");
-            break;
-        }
-    }
-    let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
-    assert!(killed.success());
-    child.wait().unwrap();
+        ],
+        total,
+    );
 
     let stats = coral(&pg, &["--json", "stats"]);
     assert!(stats.status.success(), "{}", text(&stats));
@@ -365,6 +337,40 @@ fn a_killed_migration_resumes_without_duplicates() {
     assert_eq!(r["verification"]["ok"], true, "{r}");
     assert_eq!(
         String::from_utf8_lossy(&export(&pg, None)),
+        String::from_utf8_lossy(&before)
+    );
+
+    // Out again, killed the same way and run again: the same export.
+    let back = work.path().join("back");
+    let back_arg = back.to_str().unwrap();
+    kill_after_first_batch(
+        &config,
+        &[
+            "migrate", "--to", "dir", back_arg, "--url", &url, "--tenant", &tenant, "--batch", "25",
+        ],
+        total,
+    );
+    let partial = export(&config, Some(&back));
+    let at_kill = partial
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    assert!(
+        at_kill > 0 && at_kill < total,
+        "{at_kill} memories at the kill"
+    );
+    let out = coral(
+        &config,
+        &[
+            "--json", "migrate", "--to", "dir", back_arg, "--url", &url, "--tenant", &tenant,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = report(&out);
+    assert_eq!(r["memories"]["already_there"], at_kill, "{r}");
+    assert_eq!(r["verification"]["ok"], true, "{r}");
+    assert_eq!(
+        String::from_utf8_lossy(&export(&config, Some(&back))),
         String::from_utf8_lossy(&before)
     );
 }
@@ -493,4 +499,41 @@ fn targets_holding_other_data_and_unreachable_servers_are_refused() {
         "{}",
         text(&out)
     );
+}
+
+/// Runs `coral args` and SIGKILLs it as soon as its progress says a batch is committed and
+/// more are to come.
+fn kill_after_first_batch(config: &Path, args: &[&str], total: usize) {
+    let mut child = Command::new(CORAL)
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).unwrap();
+        assert!(
+            n > 0,
+            "the migration ended before a batch was reported: {seen}"
+        );
+        seen.push_str(&line);
+        let Some(rest) = line.trim().strip_prefix("coral: migrate: memories ") else {
+            continue;
+        };
+        let done: usize = rest.split('/').next().unwrap().parse().unwrap();
+        if done > 0 {
+            assert!(done < total, "{seen}");
+            break;
+        }
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    assert!(killed.success());
+    child.wait().unwrap();
 }
