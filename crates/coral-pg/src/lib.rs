@@ -25,6 +25,7 @@
 
 mod error;
 mod governance;
+mod import;
 mod memory;
 mod options;
 mod pool;
@@ -38,6 +39,7 @@ mod threads;
 
 pub use error::{Error, Result};
 pub use governance::{Governing, HeatRow, Removed, TierUsage, Usage};
+pub use import::{ExportPage, Exported};
 pub use memory::{InsertOutcome, NewMemory, Stored, TierCounts};
 pub use options::{PgOptions, URL_ENV};
 pub use schema::SCHEMA_VERSION;

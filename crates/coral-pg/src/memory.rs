@@ -75,7 +75,7 @@ const STAT_SHARDS: u64 = 16;
 
 /// The shard this call adds to: spread over processes and calls, so that concurrent writers
 /// rarely wait on one row.
-fn stat_shard() -> i16 {
+pub(crate) fn stat_shard() -> i16 {
     static CALLS: AtomicU64 = AtomicU64::new(0);
     let n = u64::from(std::process::id())
         .wrapping_mul(0x9e37_79b9)
@@ -84,13 +84,13 @@ fn stat_shard() -> i16 {
 }
 
 /// A memory's search terms as stored: distinct terms, their frequencies, and the length.
-struct Terms {
-    distinct: Vec<String>,
-    counts: Vec<i32>,
-    len: i32,
+pub(crate) struct Terms {
+    pub(crate) distinct: Vec<String>,
+    pub(crate) counts: Vec<i32>,
+    pub(crate) len: i32,
 }
 
-fn terms_of(content: &str) -> Terms {
+pub(crate) fn terms_of(content: &str) -> Terms {
     let all = coral_score::search_terms(content);
     let mut counts: HashMap<&str, i32> = HashMap::new();
     let mut distinct: Vec<String> = Vec::new();
@@ -110,7 +110,7 @@ fn terms_of(content: &str) -> Terms {
 }
 
 /// The sorted, de-duplicated token set.
-fn sorted_set(tokens: &[u64]) -> Vec<u64> {
+pub(crate) fn sorted_set(tokens: &[u64]) -> Vec<u64> {
     let mut set = tokens.to_vec();
     set.sort_unstable();
     set.dedup();
@@ -235,6 +235,11 @@ pub(crate) fn import(
         }
         Ok(added)
     })
+}
+
+/// The checks of a memory copied in as it is (`import.rs`): those of an insert.
+pub(crate) fn check_copy(new: &NewMemory<'_>, dim: usize) -> Result<()> {
+    check(new, dim, 1.0)
 }
 
 /// The refresh of the memory with the same id, else of the hot or warm memory most similar

@@ -95,6 +95,11 @@ impl PgStore {
         &self.pool.server
     }
 
+    /// Its pool, for the bulk copies of `import.rs`.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
     /// The options it was made with.
     pub fn options(&self) -> &PgOptions {
         self.pool.options()

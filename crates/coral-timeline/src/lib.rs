@@ -108,6 +108,7 @@ mod summariser;
 mod surface;
 mod terms;
 mod timeline;
+mod totals;
 mod turn;
 mod turn_row;
 mod turns;
@@ -165,6 +166,7 @@ pub use summariser::SummaryLlm;
 pub use surface::{ContextRole, Surface, SurfaceRequest};
 pub use terms::{KeywordHit, keyword_hits, normalize_terms, reinforcement_overlap};
 pub use timeline::Timeline;
+pub use totals::Totals;
 pub use turn::{
     BeginTurn, Closed, CompleteTurn, ExchangeRefs, MAX_STIMULI, SettledResult, SettlementReport,
     ToolExchange, TurnHandle, TurnStatus, TurnView,

@@ -29,6 +29,7 @@ mod governance;
 mod limits;
 mod list;
 mod live_config;
+mod migrate;
 mod models;
 mod pg_govern;
 mod postgres;
@@ -83,6 +84,10 @@ pub use error::{Error, Result};
 pub use governance::GovernanceStats;
 pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
 pub use list::{ListOrder, ListPage, ListQuery, MAX_LIST_LIMIT};
+pub use migrate::{
+    Copied, CountCheck, LeftBehind, MigrateOptions, MigrateReport, Progress, SearchCheck,
+    Verification, migrate_to_dir, migrate_to_postgres,
+};
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
 pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};

@@ -81,6 +81,11 @@ impl PgBackend {
         })
     }
 
+    /// The store, for `coral migrate`'s bulk copies (`migrate.rs`).
+    pub(crate) fn store(&self) -> &PgStore {
+        &self.store
+    }
+
     /// The tenant this backend serves.
     pub(crate) fn tenant(&self) -> &str {
         self.store.tenant()

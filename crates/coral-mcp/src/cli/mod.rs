@@ -20,6 +20,7 @@ mod failure;
 mod globals;
 pub(crate) mod hook;
 mod memory;
+mod migrate;
 mod model;
 mod notice;
 mod plugin;
@@ -240,6 +241,13 @@ pub enum Command {
         /// The Python Coral data directory.
         dir: PathBuf,
     },
+    /// Copy the data directory into a PostgreSQL tenant (--to postgres [URL]) or a tenant out
+    /// into a data directory (--to dir PATH): memories of every tier as they are (ids, times,
+    /// counters, projects, vectors), threads with their steps; resumable (run it again after
+    /// a stop), progress on stderr, verified at the end by counts per tier and project and by
+    /// sample searches (exit 1 on a difference). The timeline and the archive stay in the
+    /// data directory, counted in the summary.
+    Migrate(migrate::MigrateArgs),
     /// Embedding models: fetch one from the Hugging Face hub, list what is installed.
     Model {
         /// What to do with models.
@@ -356,6 +364,7 @@ pub(crate) fn run(command: &Command, cli: &Globals) -> Result<u8, Failure> {
         Command::Flush => memory::flush(cli),
         Command::Delete { id } => memory::delete(cli, id),
         Command::Mark { id, importance } => memory::mark(cli, id, *importance),
+        Command::Migrate(args) => migrate::run(cli, args),
         Command::Model { command } => model::run(cli, command),
         Command::Reembed => model::reembed(cli),
         Command::Thread { command } => thread::run(cli, command),

@@ -7,6 +7,7 @@
 //! `candidates.rs`, `vectors.rs`), none of which knows the operations.
 
 pub(crate) mod candidates;
+mod copy;
 mod door;
 mod govern;
 pub(crate) mod guard;
