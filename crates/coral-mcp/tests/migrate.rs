@@ -250,6 +250,32 @@ fn there_and_back_gives_the_same_export() {
         String::from_utf8_lossy(&before)
     );
 
+    // Cold memories stay out of a search that leaves cold out, through the vector side too
+    // (each vector carries its memory's tier).
+    let cold_out = work.path().join("coral_pg_no_cold.json");
+    let no_cold = json!({
+        "embedding": {"embedder": "hash"},
+        "storage": {"backend": "postgres", "postgres_url": &url, "postgres_tenant": &tenant},
+        "retrieval": {"include_cold": false, "hybrid": {"hash_vector": 1.0}},
+    });
+    std::fs::write(&cold_out, no_cold.to_string()).unwrap();
+    {
+        let c = Coral::open(&cold_out).unwrap();
+        let cold: Vec<&Value> = lines.iter().filter(|m| m["tier"] == "cold").take(5).collect();
+        assert!(!cold.is_empty());
+        for m in cold {
+            let hits = c
+                .search_uncounted(m["content"].as_str().unwrap(), SearchOptions::default())
+                .unwrap();
+            assert!(!hits.is_empty());
+            assert!(
+                hits.iter().all(|h| h.tier != coral::Tier::Cold),
+                "a cold memory found: {:?}",
+                hits.iter().map(|h| (&h.item.item_id, h.tier)).collect::<Vec<_>>()
+            );
+        }
+    }
+
     // Out again into a new directory: the same export, byte for byte, and the same threads.
     let back = work.path().join("back");
     let out = coral(
