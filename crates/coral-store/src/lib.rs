@@ -41,6 +41,7 @@
 //! ```
 
 mod backup;
+mod bitmap_file;
 mod check;
 mod error;
 mod files;

@@ -619,6 +619,18 @@ impl Store {
             .map(|&r| (pool.item(r).item_id.as_str(), pool.vector(r).to_dense(dim)));
         files::write_atomic(&self.paths.sums, &sums::encode(rows_of), sync)?;
         coral_base::probe::mark("checkpoint: index and sums written");
+        // Derived and keyed by text, so any order of these writes is safe: a file older or
+        // newer than the data files only covers fewer of their texts.
+        let fingerprint = pool.feature_fingerprint();
+        files::write_atomic_with(&self.paths.bitmaps, sync, &mut |w| {
+            let entries = pool
+                .items()
+                .iter()
+                .zip(pool.bitmaps())
+                .map(|(item, map)| (item.content.as_str(), map));
+            crate::bitmap_file::write(w, fingerprint, pool.len(), entries)
+        })?;
+        coral_base::probe::mark("checkpoint: bitmaps written");
         // Coral's own attributes first: hot marks and project tags for the entries the data
         // files are about to hold (a crash after this leaves marks for the old files, which
         // name only ids that are still there or get replayed from the journal).
@@ -704,11 +716,13 @@ impl Store {
         self.journal.sync()
     }
 
-    /// Sizes of the data files in bytes, by label (missing files count 0).
+    /// Sizes of the data files in bytes, by label (missing files count 0), and of the derived
+    /// bitmap file (`"bitmaps"`).
     pub fn file_sizes(&self) -> Vec<(&'static str, u64)> {
         self.paths
             .data_files()
             .iter()
+            .chain(std::iter::once(&("bitmaps", self.paths.bitmaps.as_path())))
             .map(|(label, path)| {
                 (
                     *label,

@@ -155,7 +155,7 @@ impl Engine {
             dim: embedder.dim(),
             sync: sync_policy(&config),
             wal_max_bytes: config.storage.wal_max_bytes,
-            features: Arc::new(|text: &str| coral_embed::text_features(text).bitmap),
+            features: Arc::new(coral_embed::text_bitmap),
         };
         let store = match Store::open(config.store_paths(), options.clone()) {
             Ok(store) => store,
