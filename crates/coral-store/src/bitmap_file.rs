@@ -27,16 +27,37 @@ const HEADER: usize = 8 + 4 + 8 + 8;
 
 /// What identifies a text for its bitmap: length, CRC32 and a 64-bit word hash (96 bits of
 /// hash beside the length; a false match needs both to collide).
+/// Also the engine's check that a saved keyword document is still its item's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct TextKey {
+pub struct TextKey {
     len: u32,
     crc: u32,
     hash: u64,
 }
 
 impl TextKey {
+    /// The key as 16 little-endian bytes (length, CRC32, hash).
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..4].copy_from_slice(&self.len.to_le_bytes());
+        out[4..8].copy_from_slice(&self.crc.to_le_bytes());
+        out[8..].copy_from_slice(&self.hash.to_le_bytes());
+        out
+    }
+
+    /// The key [`TextKey::to_bytes`] wrote.
+    pub fn from_bytes(b: [u8; 16]) -> TextKey {
+        let mut hash = [0u8; 8];
+        hash.copy_from_slice(&b[8..]);
+        TextKey {
+            len: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            crc: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            hash: u64::from_le_bytes(hash),
+        }
+    }
+
     /// The key of `text`.
-    pub(crate) fn of(text: &str) -> TextKey {
+    pub fn of(text: &str) -> TextKey {
         let bytes = text.as_bytes();
         TextKey {
             len: bytes.len().min(u32::MAX as usize) as u32,
@@ -202,7 +223,8 @@ fn parse(bytes: &[u8], fingerprint: u64) -> Result<SavedBitmaps, String> {
     if crc32fast::hash(body) != u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) {
         return Err("fails its own checksum (damaged or cut short)".into());
     }
-    let u32_at = |at: usize| u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+    let u32_at =
+        |at: usize| u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
     let u64_at = |at: usize| {
         let mut a = [0u8; 8];
         a.copy_from_slice(&body[at..at + 8]);
@@ -278,7 +300,12 @@ mod tests {
 
     #[test]
     fn round_trip_by_text() {
-        let texts = ["hello world", "咖啡偏好", "", "a much longer text than eight bytes"];
+        let texts = [
+            "hello world",
+            "咖啡偏好",
+            "",
+            "a much longer text than eight bytes",
+        ];
         let saved = parse(&file(&texts, 7), 7).unwrap();
         assert_eq!(saved.len(), 4);
         for t in texts {

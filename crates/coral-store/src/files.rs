@@ -35,6 +35,9 @@ pub struct StorePaths {
     /// so an open need not tokenise every memory (derived, Coral only, never trusted over the
     /// data: docs/ann.md "Reopen").
     pub bitmaps: PathBuf,
+    /// `coral_keywords.idx`: the engine's keyword index, saved at checkpoint and close
+    /// (derived, Coral only, checked document by document against the pool when read).
+    pub keywords: PathBuf,
     /// `coral_wal.jsonl`.
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
@@ -60,6 +63,7 @@ impl StorePaths {
             hot: dir.join("coral_hot.json"),
             item_meta: dir.join("coral_item_meta.json"),
             bitmaps: dir.join("coral_bitmaps.bin"),
+            keywords: dir.join("coral_keywords.idx"),
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
             governance: dir.join("coral_governance.json"),
@@ -99,6 +103,7 @@ impl StorePaths {
             .collect();
         out.push(self.vector_meta());
         out.push(self.bitmaps.clone());
+        out.push(self.keywords.clone());
         out
     }
 }

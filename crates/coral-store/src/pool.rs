@@ -179,6 +179,30 @@ impl Pool {
         self.bitmaps_loaded
     }
 
+    /// The rows of `tiers` in the order a checkpoint writes them, by creation time then id
+    /// (the warm file holds the hot and warm tiers in one such list, the cold file the cold).
+    pub fn rows_in_file_order(&self, tiers: &[Tier]) -> Vec<u32> {
+        let mut rows: Vec<u32> = tiers
+            .iter()
+            .flat_map(|&t| self.tier_rows(t).iter())
+            .collect();
+        rows.sort_by(|&a, &b| {
+            let (a, b) = (self.item(a), self.item(b));
+            a.timestamp
+                .total_cmp(&b.timestamp)
+                .then_with(|| a.item_id.cmp(&b.item_id))
+        });
+        rows
+    }
+
+    /// Every row in the order an open after a checkpoint reads them back (the warm file's,
+    /// then the cold file's): a pool read from those files has row `i` at position `i`.
+    pub fn file_order(&self) -> Vec<u32> {
+        let mut rows = self.rows_in_file_order(&[Tier::Hot, Tier::Warm]);
+        rows.extend(self.rows_in_file_order(&[Tier::Cold]));
+        rows
+    }
+
     /// Token bitmaps by row.
     pub fn bitmaps(&self) -> &[[u64; 32]] {
         &self.bitmaps

@@ -46,6 +46,7 @@ impl Snapshot {
                 crate::ItemMeta::default()
             }
         };
+        coral_base::probe::mark("open: item sidecar read");
         let mut items: Vec<(Tier, Item)> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut merged = [0usize; 3];

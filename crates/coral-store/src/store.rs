@@ -193,6 +193,12 @@ impl Store {
         })
     }
 
+    /// Whether writes are fsynced (`storage.sync` is not `"never"`), for derived files
+    /// written beside the data.
+    pub fn syncs(&self) -> bool {
+        self.options.sync.syncs()
+    }
+
     /// Why the store is read-only, when it is.
     pub fn read_only(&self) -> Option<&str> {
         self.read_only.as_deref()
@@ -642,17 +648,11 @@ impl Store {
         files::write_atomic_with(&self.paths.item_meta, sync, &mut |w| {
             crate::ItemMeta::write_of(w, tiered.clone())
         })?;
-        let sorted = |tiers: &[Tier]| {
-            let mut rows: Vec<&Item> = tiers
-                .iter()
-                .flat_map(|&t| pool.tier_rows(t).iter().map(|r| pool.item(r)))
-                .collect();
-            rows.sort_by(|a, b| {
-                a.timestamp
-                    .total_cmp(&b.timestamp)
-                    .then_with(|| a.item_id.cmp(&b.item_id))
-            });
-            rows
+        let sorted = |tiers: &[Tier]| -> Vec<&Item> {
+            pool.rows_in_file_order(tiers)
+                .into_iter()
+                .map(|r| pool.item(r))
+                .collect()
         };
         // Files that gain items before files that lose them: cold, then the warm file, which
         // holds the hot tier too (the original reads no other), then the old hot file goes.
@@ -717,12 +717,15 @@ impl Store {
     }
 
     /// Sizes of the data files in bytes, by label (missing files count 0), and of the derived
-    /// bitmap file (`"bitmaps"`).
+    /// bitmap and keyword files (`"bitmaps"`, `"keywords"`).
     pub fn file_sizes(&self) -> Vec<(&'static str, u64)> {
         self.paths
             .data_files()
             .iter()
-            .chain(std::iter::once(&("bitmaps", self.paths.bitmaps.as_path())))
+            .chain(&[
+                ("bitmaps", self.paths.bitmaps.as_path()),
+                ("keywords", self.paths.keywords.as_path()),
+            ])
             .map(|(label, path)| {
                 (
                     *label,

@@ -59,7 +59,12 @@ fn put(i: u64, text: &str) -> Record {
 }
 
 fn text(i: u64) -> String {
-    format!("memory w{} w{} about topic{} number{i}", i % 17, i % 5, i % 3)
+    format!(
+        "memory w{} w{} about topic{} number{i}",
+        i % 17,
+        i % 5,
+        i % 3
+    )
 }
 
 /// Every row's bitmap is the feature function's of its text: nothing trusted and wrong.
@@ -81,10 +86,14 @@ fn a_reopen_reads_the_saved_bitmaps_and_the_journal_on_top() {
     let dir = tempfile::tempdir().unwrap();
     {
         let mut store = open(dir.path());
-        store.commit((0..200).map(|i| put(i, &text(i))).collect()).unwrap();
+        store
+            .commit((0..200).map(|i| put(i, &text(i))).collect())
+            .unwrap();
         store.checkpoint().unwrap();
         // Only in the journal: new texts, a changed text, a removal.
-        store.commit((200..210).map(|i| put(i, &text(i))).collect()).unwrap();
+        store
+            .commit((200..210).map(|i| put(i, &text(i))).collect())
+            .unwrap();
         store.commit(vec![put(3, "a changed text w1")]).unwrap();
         store
             .commit(vec![Record::Delete {
@@ -107,12 +116,18 @@ fn a_stale_file_covers_only_the_texts_it_was_made_from() {
     let file = dir.path().join("coral_bitmaps.bin");
     {
         let mut store = open(dir.path());
-        store.commit((0..100).map(|i| put(i, &text(i))).collect()).unwrap();
+        store
+            .commit((0..100).map(|i| put(i, &text(i))).collect())
+            .unwrap();
         store.checkpoint().unwrap();
         let old = std::fs::read(&file).unwrap();
         // Half the texts change, then the old file is put back beside the new data files.
         store
-            .commit((0..50).map(|i| put(i, &format!("rewritten {i} w9"))).collect())
+            .commit(
+                (0..50)
+                    .map(|i| put(i, &format!("rewritten {i} w9")))
+                    .collect(),
+            )
             .unwrap();
         store.checkpoint().unwrap();
         std::fs::write(&file, old).unwrap();
@@ -129,7 +144,9 @@ fn a_damaged_cut_or_foreign_file_is_ignored_with_a_note() {
     let file = dir.path().join("coral_bitmaps.bin");
     {
         let mut store = open(dir.path());
-        store.commit((0..60).map(|i| put(i, &text(i))).collect()).unwrap();
+        store
+            .commit((0..60).map(|i| put(i, &text(i))).collect())
+            .unwrap();
         store.checkpoint().unwrap();
     }
     let good = std::fs::read(&file).unwrap();
@@ -201,7 +218,9 @@ fn a_kill_during_a_bitmap_save_never_leaves_a_trusted_wrong_bitmap() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         std::thread::sleep(Duration::from_millis(300 + (seed >> 33) % 900));
         child.kill().unwrap();
         child.wait().unwrap();

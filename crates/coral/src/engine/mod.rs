@@ -13,6 +13,7 @@ pub(crate) mod guard;
 mod id_key;
 mod import;
 mod insert;
+mod keyword_file;
 mod keyword_index;
 mod lifecycle;
 mod pool_rows;
