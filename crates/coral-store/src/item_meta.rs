@@ -270,7 +270,7 @@ mod tests {
         let direct = ItemMeta::decode(&bytes).unwrap();
         assert_eq!(direct, ItemMeta::decode_tree(&bytes).unwrap());
         assert_eq!(direct.hot.len(), 14);
-        assert_eq!(direct.attrs.len(), 32);
+        assert_eq!(direct.attrs.len(), 28);
         // Extra keys at the top are ignored by both; a duplicated id keeps the last entry in both.
         let odd = br#"{"version": 1, "hot": ["a"], "x": 2, "items": {"a": {"project": "p"}, "a": {"project": "q"}}}"#;
         let direct = ItemMeta::decode(odd).unwrap();
