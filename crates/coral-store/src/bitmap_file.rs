@@ -173,22 +173,65 @@ pub(crate) fn write<'a>(
     out.inner.write_all(&crc.to_le_bytes())
 }
 
-/// The bitmaps of a file that passed its checks, by text key.
+/// The entries of a file that passed its checks: the file's bytes and where each entry starts,
+/// decoded when asked for.
 #[derive(Debug, Default)]
 pub(crate) struct SavedBitmaps {
-    by_text: HashMap<TextKey, [u64; 32]>,
+    bytes: Vec<u8>,
+    starts: Vec<usize>,
+    /// Entry by text key, made only when an entry is asked for out of its place.
+    by_text: std::sync::OnceLock<HashMap<TextKey, u32>>,
 }
 
 impl SavedBitmaps {
-    /// The saved bitmap of `text`, if the file has one for exactly this text.
-    pub(crate) fn get(&self, text: &str) -> Option<[u64; 32]> {
-        self.by_text.get(&TextKey::of(text)).copied()
+    /// Entry `i`'s text key and bitmap.
+    fn entry(&self, i: usize) -> Option<(TextKey, [u64; 32])> {
+        let at = *self.starts.get(i)?;
+        let e = self.bytes.get(at..at + 18)?;
+        let mut hash = [0u8; 8];
+        hash.copy_from_slice(&e[8..16]);
+        let key = TextKey {
+            len: u32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+            crc: u32::from_le_bytes([e[4], e[5], e[6], e[7]]),
+            hash: u64::from_le_bytes(hash),
+        };
+        let bits = u16::from_le_bytes([e[16], e[17]]) as usize;
+        let mut map = [0u64; 32];
+        for p in self.bytes.get(at + 18..at + 18 + 2 * bits)?.chunks_exact(2) {
+            // Positions were checked below 2048 when the file was read.
+            let bit = u16::from_le_bytes([p[0], p[1]]) % 2048;
+            map[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+        Some((key, map))
+    }
+
+    /// The saved bitmap of `text`, if the file has one for exactly this text; `position` is
+    /// where the text is expected (the checkpoint writes the entries in the order an open
+    /// reads the items back), looked up by key when that entry is another text's.
+    pub(crate) fn get(&self, text: &str, position: usize) -> Option<[u64; 32]> {
+        let key = TextKey::of(text);
+        if let Some((k, map)) = self.entry(position)
+            && k == key
+        {
+            return Some(map);
+        }
+        let by_text = self.by_text.get_or_init(|| {
+            let mut map = HashMap::with_capacity(self.starts.len());
+            for i in 0..self.starts.len() {
+                if let Some((k, _)) = self.entry(i) {
+                    map.insert(k, i as u32);
+                }
+            }
+            map
+        });
+        let &i = by_text.get(&key)?;
+        self.entry(i as usize).map(|(_, map)| map)
     }
 
     /// Entries held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.by_text.len()
+        self.starts.len()
     }
 }
 
@@ -209,13 +252,13 @@ pub(crate) fn read(path: &Path, fingerprint: u64) -> Read {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Read::Missing,
         Err(e) => return Read::Unusable(format!("cannot read {}: {e}", path.display())),
     };
-    match parse(&bytes, fingerprint) {
+    match parse(bytes, fingerprint) {
         Ok(saved) => Read::Found(saved),
         Err(why) => Read::Unusable(format!("{} {why}", path.display())),
     }
 }
 
-fn parse(bytes: &[u8], fingerprint: u64) -> Result<SavedBitmaps, String> {
+fn parse(bytes: Vec<u8>, fingerprint: u64) -> Result<SavedBitmaps, String> {
     if bytes.len() < HEADER + 4 || &bytes[..8] != MAGIC {
         return Err("is not a bitmap file (bad header or cut short)".into());
     }
@@ -223,14 +266,12 @@ fn parse(bytes: &[u8], fingerprint: u64) -> Result<SavedBitmaps, String> {
     if crc32fast::hash(body) != u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) {
         return Err("fails its own checksum (damaged or cut short)".into());
     }
-    let u32_at =
-        |at: usize| u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
     let u64_at = |at: usize| {
         let mut a = [0u8; 8];
         a.copy_from_slice(&body[at..at + 8]);
         u64::from_le_bytes(a)
     };
-    let version = u32_at(8);
+    let version = u32::from_le_bytes([body[8], body[9], body[10], body[11]]);
     if version != VERSION {
         return Err(format!("is version {version}, this Coral reads {VERSION}"));
     }
@@ -238,38 +279,31 @@ fn parse(bytes: &[u8], fingerprint: u64) -> Result<SavedBitmaps, String> {
         return Err("was made by another tokeniser".into());
     }
     let count = u64_at(20);
-    let mut by_text = HashMap::with_capacity(count.min(body.len() as u64 / 18) as usize);
+    let mut starts = Vec::with_capacity(count.min(body.len() as u64 / 18) as usize);
     let mut at = HEADER;
     let short = || "holds fewer entries than it announces".to_string();
     for _ in 0..count {
         let entry = body.get(at..at + 18).ok_or_else(short)?;
-        let key = TextKey {
-            len: u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]),
-            crc: u32::from_le_bytes([entry[4], entry[5], entry[6], entry[7]]),
-            hash: {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&entry[8..16]);
-                u64::from_le_bytes(a)
-            },
-        };
         let bits = u16::from_le_bytes([entry[16], entry[17]]) as usize;
-        at += 18;
-        let positions = body.get(at..at + 2 * bits).ok_or_else(short)?;
-        at += 2 * bits;
-        let mut map = [0u64; 32];
-        for p in positions.chunks_exact(2) {
-            let bit = u16::from_le_bytes([p[0], p[1]]);
-            if bit >= 2048 {
-                return Err(format!("holds bit {bit} of a 2048-bit map"));
-            }
-            map[(bit / 64) as usize] |= 1 << (bit % 64);
+        let positions = body.get(at + 18..at + 18 + 2 * bits).ok_or_else(short)?;
+        if let Some(p) = positions
+            .chunks_exact(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .find(|&p| p >= 2048)
+        {
+            return Err(format!("holds bit {p} of a 2048-bit map"));
         }
-        by_text.insert(key, map);
+        starts.push(at);
+        at += 18 + 2 * bits;
     }
     if at != body.len() {
         return Err("holds more bytes than its entries".into());
     }
-    Ok(SavedBitmaps { by_text })
+    Ok(SavedBitmaps {
+        bytes,
+        starts,
+        by_text: std::sync::OnceLock::new(),
+    })
 }
 
 #[cfg(test)]
@@ -306,33 +340,40 @@ mod tests {
             "",
             "a much longer text than eight bytes",
         ];
-        let saved = parse(&file(&texts, 7), 7).unwrap();
+        let saved = parse(file(&texts, 7), 7).unwrap();
         assert_eq!(saved.len(), 4);
-        for t in texts {
-            assert_eq!(saved.get(t), Some(features(t)), "{t:?}");
+        for (i, t) in texts.iter().enumerate() {
+            // In its place, out of it (looked up by text), and past the end.
+            assert_eq!(saved.get(t, i), Some(features(t)), "{t:?}");
+            assert_eq!(saved.get(t, (i + 1) % 4), Some(features(t)), "{t:?}");
+            assert_eq!(saved.get(t, 99), Some(features(t)), "{t:?}");
         }
-        assert_eq!(saved.get("hello worle"), None);
-        assert_eq!(saved.get("hello world "), None);
+        assert_eq!(saved.get("hello worle", 0), None);
+        assert_eq!(saved.get("hello world ", 0), None);
     }
 
     #[test]
     fn every_damage_is_refused() {
         let bytes = file(&["one text", "another one", "a third"], 7);
-        assert!(parse(&bytes, 8).unwrap_err().contains("another tokeniser"));
+        assert!(
+            parse(bytes.clone(), 8)
+                .unwrap_err()
+                .contains("another tokeniser")
+        );
         for cut in [0, 5, HEADER, bytes.len() / 2, bytes.len() - 1] {
-            assert!(parse(&bytes[..cut], 7).is_err(), "cut at {cut}");
+            assert!(parse(bytes[..cut].to_vec(), 7).is_err(), "cut at {cut}");
         }
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(parse(&bad, 7).is_err(), "flipped byte {i}");
+            assert!(parse(bad, 7).is_err(), "flipped byte {i}");
         }
         let mut other = bytes.clone();
         other[8] = 2;
         let body = other.len() - 4;
         let crc = crc32fast::hash(&other[..body]).to_le_bytes();
         other[body..].copy_from_slice(&crc);
-        assert!(parse(&other, 7).unwrap_err().contains("version 2"));
+        assert!(parse(other, 7).unwrap_err().contains("version 2"));
     }
 
     #[test]

@@ -381,10 +381,13 @@ impl Pool {
         // a 64-bit hash of the text agree); every other text is tokenised.
         let found: Vec<([u64; 32], bool)> = entries
             .par_iter()
-            .map(|(_, item)| match saved.and_then(|s| s.get(&item.content)) {
-                Some(map) => (map, true),
-                None => (features(&item.content), false),
-            })
+            .enumerate()
+            .map(
+                |(i, (_, item))| match saved.and_then(|s| s.get(&item.content, i)) {
+                    Some(map) => (map, true),
+                    None => (features(&item.content), false),
+                },
+            )
             .collect();
         self.bitmaps_loaded = found.iter().filter(|(_, loaded)| *loaded).count();
         self.bitmaps = found.into_iter().map(|(map, _)| map).collect();

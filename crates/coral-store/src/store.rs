@@ -627,14 +627,14 @@ impl Store {
         coral_base::probe::mark("checkpoint: index and sums written");
         // Derived and keyed by text, so any order of these writes is safe: a file older or
         // newer than the data files only covers fewer of their texts.
+        // In the order an open reads the items back, so that each entry is found in its place.
         let fingerprint = pool.feature_fingerprint();
+        let order = pool.file_order();
         files::write_atomic_with(&self.paths.bitmaps, sync, &mut |w| {
-            let entries = pool
-                .items()
+            let entries = order
                 .iter()
-                .zip(pool.bitmaps())
-                .map(|(item, map)| (item.content.as_str(), map));
-            crate::bitmap_file::write(w, fingerprint, pool.len(), entries)
+                .map(|&r| (pool.item(r).content.as_str(), &pool.bitmaps()[r as usize]));
+            crate::bitmap_file::write(w, fingerprint, order.len(), entries)
         })?;
         coral_base::probe::mark("checkpoint: bitmaps written");
         // Coral's own attributes first: hot marks and project tags for the entries the data

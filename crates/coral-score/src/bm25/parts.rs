@@ -85,22 +85,54 @@ impl Bm25Index {
     pub fn read_parts(bytes: &[u8]) -> Result<(Bm25Index, usize), String> {
         let mut at = 0usize;
         let n_docs = read_u32(bytes, &mut at)? as usize;
-        let mut docs: HashMap<u32, Doc> = HashMap::with_capacity(n_docs.min(bytes.len() / 8));
+        if n_docs > bytes.len() / 8 {
+            return Err("the keyword index is cut short".into());
+        }
+        // The documents in file order, and where each id's is: by a table over the ids when
+        // they are dense (as `write_parts` renumbered writes them), else by a map. A look-up
+        // per posting through a hash map made reading slower than building at a million.
+        let mut docs: Vec<(u32, Doc)> = Vec::with_capacity(n_docs);
         let mut total_len = 0u64;
         let mut doc_bound = 0u64;
         for _ in 0..n_docs {
             let doc = read_u32(bytes, &mut at)?;
             let len = read_u32(bytes, &mut at)?;
-            let fresh = Doc {
-                len,
-                terms: Vec::new(),
-            };
-            if docs.insert(doc, fresh).is_some() {
-                return Err(format!("document {doc} is listed twice"));
-            }
+            docs.push((
+                doc,
+                Doc {
+                    len,
+                    terms: Vec::new(),
+                },
+            ));
             total_len += u64::from(len);
             doc_bound = doc_bound.max(u64::from(doc) + 1);
         }
+        let dense = doc_bound <= 2 * n_docs as u64 + 1024;
+        let mut table: Vec<u32> = Vec::new();
+        let mut map: HashMap<u32, u32> = HashMap::new();
+        if dense {
+            table = vec![u32::MAX; doc_bound as usize];
+        } else {
+            map.reserve(n_docs);
+        }
+        for (i, (doc, _)) in docs.iter().enumerate() {
+            let fresh = if dense {
+                std::mem::replace(&mut table[*doc as usize], i as u32) == u32::MAX
+            } else {
+                map.insert(*doc, i as u32).is_none()
+            };
+            if !fresh {
+                return Err(format!("document {doc} is listed twice"));
+            }
+        }
+        let place = |doc: u32| -> Option<usize> {
+            let i = if dense {
+                *table.get(doc as usize)?
+            } else {
+                *map.get(&doc)?
+            };
+            (i != u32::MAX).then_some(i as usize)
+        };
         let n_terms = read_u32(bytes, &mut at)? as usize;
         let mut index = Bm25Index {
             total_len,
@@ -108,7 +140,7 @@ impl Bm25Index {
             ..Bm25Index::default()
         };
         index.term_ids.reserve(n_terms.min(bytes.len() / 8));
-        let mut tf_sums: HashMap<u32, u64> = HashMap::with_capacity(docs.len());
+        let mut tf_sums: Vec<u64> = vec![0; docs.len()];
         for term in 0..n_terms {
             let len = read_u32(bytes, &mut at)? as usize;
             let name = bytes
@@ -130,9 +162,9 @@ impl Bm25Index {
             for (pos, p) in raw.chunks_exact(8).enumerate() {
                 let doc = u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
                 let tf = u32::from_le_bytes([p[4], p[5], p[6], p[7]]);
-                let entry = docs
-                    .get_mut(&doc)
+                let i = place(doc)
                     .ok_or_else(|| format!("term {name:?} lists unknown document {doc}"))?;
+                let entry = &mut docs[i].1;
                 if tf == 0 {
                     return Err(format!("term {name:?} has frequency 0 in document {doc}"));
                 }
@@ -140,7 +172,7 @@ impl Bm25Index {
                     return Err(format!("term {name:?} lists document {doc} twice"));
                 }
                 entry.terms.push((id, pos as u32));
-                *tf_sums.entry(doc).or_insert(0) += u64::from(tf);
+                tf_sums[i] += u64::from(tf);
                 list.push(Posting {
                     doc,
                     tf,
@@ -154,21 +186,19 @@ impl Bm25Index {
             index.names.push(name);
             index.postings.push(list);
         }
-        for (&doc, entry) in &docs {
+        let mut by_id = HashMap::with_capacity(docs.len());
+        for ((doc, entry), sum) in docs.into_iter().zip(tf_sums) {
             // Lengths saturate at u32::MAX, as `insert` counts them.
-            let sum = tf_sums
-                .get(&doc)
-                .copied()
-                .unwrap_or(0)
-                .min(u64::from(u32::MAX));
+            let sum = sum.min(u64::from(u32::MAX));
             if sum != u64::from(entry.len) {
                 return Err(format!(
                     "document {doc} has length {} but its terms add up to {sum}",
                     entry.len
                 ));
             }
+            by_id.insert(doc, entry);
         }
-        index.docs = docs;
+        index.docs = by_id;
         Ok((index, at))
     }
 }
