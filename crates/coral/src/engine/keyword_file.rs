@@ -30,6 +30,9 @@ pub(crate) struct SavedDoc {
     pub(crate) timestamp: f64,
 }
 
+/// What a file holds: the slot table and the BM25 index.
+pub(crate) type Saved = (Vec<Option<SavedDoc>>, Bm25Index);
+
 /// The analyser's fingerprint: a hash of its terms for texts in several scripts, so a file
 /// made by another stemmer or tokeniser is not used (bump [`VERSION`] with any change to the
 /// analysis that leaves these alone).
@@ -94,7 +97,7 @@ pub(crate) fn save(
 
 /// The saved slots and BM25 index of the file at `path`; `Ok(None)` when there is none, `Err`
 /// with the reason when it cannot be used.
-pub(crate) fn read(path: &Path) -> Result<Option<(Vec<Option<SavedDoc>>, Bm25Index)>, String> {
+pub(crate) fn read(path: &Path) -> Result<Option<Saved>, String> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -108,7 +111,7 @@ pub(crate) fn read(path: &Path) -> Result<Option<(Vec<Option<SavedDoc>>, Bm25Ind
     })
 }
 
-fn parse(bytes: &[u8]) -> Result<(Vec<Option<SavedDoc>>, Bm25Index), String> {
+fn parse(bytes: &[u8]) -> Result<Saved, String> {
     if bytes.len() < 8 + 4 + 8 + 4 + 4 || &bytes[..8] != MAGIC {
         return Err("is not a keyword index file (bad header or cut short)".into());
     }

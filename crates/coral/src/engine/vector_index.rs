@@ -230,7 +230,7 @@ impl VectorIndex {
             for (i, vector) in prepared.into_iter().enumerate() {
                 index.add_prepared(pool, (start + i) as u32, vector);
             }
-            if end % CHUNK == 0 {
+            if end.is_multiple_of(CHUNK) {
                 progress(end, total);
             }
         }
