@@ -5,7 +5,9 @@
 //! defaults (BM25 alone for hash vectors). Wall time and the process's CPU time per search
 //! (the CPU time moves less on a shared machine). JSON in `target/coral-bench/search-1m.json`.
 //! Options: `--dir D` (default `target/coral-bench/search-1m-data`), `--items N`,
-//! `--queries Q`, `--only vectors_voting|defaults` (one of the two configurations).
+//! `--queries Q`, `--only vectors_voting|defaults` (one of the two configurations),
+//! `--reopens R` (only time R reopens: `Coral::open`, the vector index, the first search, each
+//! in a fresh handle; JSON in `target/coral-bench/reopen-1m.json`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,7 +63,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         return Ok(());
     }
     let mut dir: PathBuf = root.join("target/coral-bench/search-1m-data");
-    let (mut items, mut queries) = (1_000_000usize, 300usize);
+    let (mut items, mut queries, mut reopens) = (1_000_000usize, 300usize, 0usize);
     let mut only: Option<String> = None;
     let dim = 384;
     let mut it = args.iter();
@@ -72,9 +74,10 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             "--items" => items = value.parse()?,
             "--queries" => queries = value.parse()?,
             "--only" => only = Some(value.clone()),
+            "--reopens" => reopens = value.parse()?,
             other => bail!(
                 "unknown option {other:?} (--dir D, --items N, --queries Q, --only \
-                 vectors_voting|defaults)"
+                 vectors_voting|defaults, --reopens R)"
             ),
         }
     }
@@ -116,6 +119,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             query_text(&texts[of], &mut rng)
         })
         .collect();
+    if reopens > 0 {
+        return time_reopens(root, &config_path, reopens, &query_texts, now);
+    }
     let mut report = serde_json::Map::new();
     report.insert("items".into(), json!(items));
     report.insert("queries".into(), json!(queries));
@@ -173,5 +179,73 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let path = out.join("search-1m.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
     println!("written to {}", path.display());
+    Ok(())
+}
+
+/// `--reopens R`: R times, a fresh handle's `Coral::open`, its vector index and its first
+/// search (which builds or loads the keyword index), each timed; medians and ranges printed.
+fn time_reopens(
+    root: &Path,
+    config_path: &Path,
+    reopens: usize,
+    query_texts: &[String],
+    now: f64,
+) -> Result<()> {
+    let (mut open, mut index, mut first) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..reopens {
+        let t = Instant::now();
+        let coral = Coral::open(config_path)?;
+        open.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        coral.prepare_vector_index(|_, _| {})?;
+        index.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let options = SearchOptions {
+            top_k: Some(10),
+            now: Some(now),
+            ..SearchOptions::default()
+        };
+        let q = &query_texts[round % query_texts.len().max(1)];
+        coral.search_with(q, options)?;
+        first.push(t.elapsed().as_secs_f64());
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "reopen {round}: open {:.2} s, vector index {:.2} s, first search {:.2} s (load {})",
+            open[round],
+            index[round],
+            first[round],
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        if round == 0 {
+            // The first round closes (a checkpoint), which saves the derived files it made
+            // (the keyword index of its first search); the others drop without one, as below:
+            // their searches changed only heat counters, which the next open replays.
+            let t = Instant::now();
+            coral.close()?;
+            println!("  close {:.2} s", t.elapsed().as_secs_f64());
+        } else {
+            drop(coral);
+        }
+    }
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        json!({"median_s": percentile(v, 0.5), "min_s": v[0], "max_s": v[v.len() - 1]})
+    };
+    let report = json!({
+        "reopens": reopens,
+        "open": summary(&mut open),
+        "vector_index": summary(&mut index),
+        "first_search": summary(&mut first),
+    });
+    println!("{report}");
+    let out = root.join("target/coral-bench");
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(
+        out.join("reopen-1m.json"),
+        serde_json::to_string_pretty(&report)?,
+    )?;
     Ok(())
 }

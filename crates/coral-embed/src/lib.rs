@@ -41,7 +41,7 @@ mod usem3;
 pub use batch::{BatchStats, BatchingEmbedder};
 pub use embedder::Embedder;
 pub use error::{Error, Looked, Result};
-pub use features::{TextFeatures, bitmap_of, text_features, token_hash};
+pub use features::{TextFeatures, bitmap_of, text_bitmap, text_features, token_hash};
 pub use hash_embedder::{HashEmbedder, hash_embed_into};
 pub use id::{item_id, token_count};
 pub use model::{

@@ -4,6 +4,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::terms::{for_each_keyword_term, keyword_terms};
 
+mod parts;
+
 /// BM25 parameters; the default is `k1 = 1.5`, `b = 0.75` (docs/timeline.md, "Retrieval").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bm25Params {

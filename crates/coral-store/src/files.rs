@@ -31,6 +31,13 @@ pub struct StorePaths {
     /// `coral_item_meta.json`: hot-tier marks, project tags and other keys the original's
     /// files have no place for (Coral only).
     pub item_meta: PathBuf,
+    /// `coral_bitmaps.bin`: the token bitmap of every stored text, saved at each checkpoint
+    /// so an open need not tokenise every memory (derived, Coral only, never trusted over the
+    /// data: docs/ann.md "Reopen").
+    pub bitmaps: PathBuf,
+    /// `coral_keywords.idx`: the engine's keyword index, saved at checkpoint and close
+    /// (derived, Coral only, checked document by document against the pool when read).
+    pub keywords: PathBuf,
     /// `coral_wal.jsonl`.
     pub wal: PathBuf,
     /// `coral_archive.jsonl`.
@@ -55,6 +62,8 @@ impl StorePaths {
             sums: dir.join("coral_vectors.sums"),
             hot: dir.join("coral_hot.json"),
             item_meta: dir.join("coral_item_meta.json"),
+            bitmaps: dir.join("coral_bitmaps.bin"),
+            keywords: dir.join("coral_keywords.idx"),
             wal: dir.join("coral_wal.jsonl"),
             archive: dir.join("coral_archive.jsonl"),
             governance: dir.join("coral_governance.json"),
@@ -93,6 +102,8 @@ impl StorePaths {
             .map(|(_, p)| p.to_path_buf())
             .collect();
         out.push(self.vector_meta());
+        out.push(self.bitmaps.clone());
+        out.push(self.keywords.clone());
         out
     }
 }

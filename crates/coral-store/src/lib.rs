@@ -41,6 +41,7 @@
 //! ```
 
 mod backup;
+mod bitmap_file;
 mod check;
 mod error;
 mod files;
@@ -60,11 +61,13 @@ mod vector_meta;
 mod vector_rows;
 
 pub use backup::{BackupFile, backup, read_checked, restore, restore_marker};
+pub use bitmap_file::TextKey;
 pub use check::{CheckReport, Finding, Severity, check};
 pub use coral_base::SyncPolicy;
 pub use error::{Error, Result};
 pub use files::{
     Loaded, Skipped, StorePaths, parse_item_array, parse_item_lines, read_item_lines, write_atomic,
+    write_atomic_with,
 };
 pub use item::{Item, OriginalKeys, PythonCompact, Tier, to_python_line};
 pub use item_meta::ItemMeta;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
+use crate::bitmap_file::SavedBitmaps;
 use crate::item::{Item, Tier};
 use crate::vector_rows::{LoadedVectors, RowVector, SparseRows, VectorRows};
 
@@ -32,6 +33,8 @@ pub struct Pool {
     /// against in O(1) (a fold over a million keys cost about a millisecond a search).
     key_sum: u64,
     features: FeatureFn,
+    /// Rows whose bitmap the last bulk load took from `coral_bitmaps.bin`.
+    bitmaps_loaded: usize,
 }
 
 /// The tie-break key of an id: its value as hex when it is 16 hex digits (Coral's ids, so that
@@ -64,6 +67,7 @@ impl Pool {
             missing_vectors: RoaringBitmap::new(),
             key_sum: 0,
             features,
+            bitmaps_loaded: 0,
         }
     }
 
@@ -161,6 +165,42 @@ impl Pool {
             }
             None => false,
         }
+    }
+
+    /// The feature function's fingerprint (its bitmaps of fixed texts), which a saved
+    /// bitmap file must carry to be used.
+    pub(crate) fn feature_fingerprint(&self) -> u64 {
+        crate::bitmap_file::fingerprint(&self.features)
+    }
+
+    /// Rows whose bitmap the open took from `coral_bitmaps.bin` rather than computing it from
+    /// the text (docs/ann.md "Reopen").
+    pub fn bitmaps_loaded(&self) -> usize {
+        self.bitmaps_loaded
+    }
+
+    /// The rows of `tiers` in the order a checkpoint writes them, by creation time then id
+    /// (the warm file holds the hot and warm tiers in one such list, the cold file the cold).
+    pub fn rows_in_file_order(&self, tiers: &[Tier]) -> Vec<u32> {
+        let mut rows: Vec<u32> = tiers
+            .iter()
+            .flat_map(|&t| self.tier_rows(t).iter())
+            .collect();
+        rows.sort_by(|&a, &b| {
+            let (a, b) = (self.item(a), self.item(b));
+            a.timestamp
+                .total_cmp(&b.timestamp)
+                .then_with(|| a.item_id.cmp(&b.item_id))
+        });
+        rows
+    }
+
+    /// Every row in the order an open after a checkpoint reads them back (the warm file's,
+    /// then the cold file's): a pool read from those files has row `i` at position `i`.
+    pub fn file_order(&self) -> Vec<u32> {
+        let mut rows = self.rows_in_file_order(&[Tier::Hot, Tier::Warm]);
+        rows.extend(self.rows_in_file_order(&[Tier::Cold]));
+        rows
     }
 
     /// Token bitmaps by row.
@@ -332,15 +372,30 @@ impl Pool {
         entries: Vec<(Tier, Item)>,
         sources: Vec<Option<usize>>,
         matrix: LoadedVectors,
+        saved: Option<&SavedBitmaps>,
     ) {
         use rayon::prelude::*;
         debug_assert!(self.is_empty(), "bulk_load fills an empty pool");
         let features = Arc::clone(&self.features);
-        self.bitmaps = entries
+        // A saved bitmap is taken only for the very text it was made from (length, CRC32 and
+        // a 64-bit hash of the text agree); every other text is tokenised.
+        let found: Vec<([u64; 32], bool)> = entries
             .par_iter()
-            .map(|(_, item)| features(&item.content))
+            .enumerate()
+            .map(
+                |(i, (_, item))| match saved.and_then(|s| s.get(&item.content, i)) {
+                    Some(map) => (map, true),
+                    None => (features(&item.content), false),
+                },
+            )
             .collect();
-        coral_base::probe::mark("open: bitmaps computed");
+        self.bitmaps_loaded = found.iter().filter(|(_, loaded)| *loaded).count();
+        self.bitmaps = found.into_iter().map(|(map, _)| map).collect();
+        coral_base::probe::mark(if self.bitmaps_loaded > 0 {
+            "open: bitmaps read from the saved file (the rest computed)"
+        } else {
+            "open: bitmaps computed"
+        });
         let usable = matrix.cols() == self.dim;
         let sources: Vec<Option<usize>> = sources
             .into_iter()

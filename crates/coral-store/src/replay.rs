@@ -92,7 +92,20 @@ pub(crate) fn load(paths: &StorePaths, options: &StoreOptions, writable: bool) -
         .map(|(_, item)| vectors.get(&item.item_id).copied())
         .collect();
     drop(vectors);
-    pool.bulk_load(items, sources, matrix);
+    let saved = match crate::bitmap_file::read(&paths.bitmaps, pool.feature_fingerprint()) {
+        crate::bitmap_file::Read::Found(saved) => Some(saved),
+        crate::bitmap_file::Read::Missing => None,
+        crate::bitmap_file::Read::Unusable(why) => {
+            notes.push(format!(
+                "{why}: ignored, every memory's token bitmap is computed from its text (the \
+                 next checkpoint rewrites the file)"
+            ));
+            None
+        }
+    };
+    coral_base::probe::mark("open: saved bitmaps read");
+    pool.bulk_load(items, sources, matrix, saved.as_ref());
+    drop(saved);
     coral_base::probe::mark("open: pool loaded");
 
     let wal_bytes = match std::fs::read(&paths.wal) {

@@ -193,6 +193,12 @@ impl Store {
         })
     }
 
+    /// Whether writes are fsynced (`storage.sync` is not `"never"`), for derived files
+    /// written beside the data.
+    pub fn syncs(&self) -> bool {
+        self.options.sync.syncs()
+    }
+
     /// Why the store is read-only, when it is.
     pub fn read_only(&self) -> Option<&str> {
         self.read_only.as_deref()
@@ -619,6 +625,18 @@ impl Store {
             .map(|&r| (pool.item(r).item_id.as_str(), pool.vector(r).to_dense(dim)));
         files::write_atomic(&self.paths.sums, &sums::encode(rows_of), sync)?;
         coral_base::probe::mark("checkpoint: index and sums written");
+        // Derived and keyed by text, so any order of these writes is safe: a file older or
+        // newer than the data files only covers fewer of their texts.
+        // In the order an open reads the items back, so that each entry is found in its place.
+        let fingerprint = pool.feature_fingerprint();
+        let order = pool.file_order();
+        files::write_atomic_with(&self.paths.bitmaps, sync, &mut |w| {
+            let entries = order
+                .iter()
+                .map(|&r| (pool.item(r).content.as_str(), &pool.bitmaps()[r as usize]));
+            crate::bitmap_file::write(w, fingerprint, order.len(), entries)
+        })?;
+        coral_base::probe::mark("checkpoint: bitmaps written");
         // Coral's own attributes first: hot marks and project tags for the entries the data
         // files are about to hold (a crash after this leaves marks for the old files, which
         // name only ids that are still there or get replayed from the journal).
@@ -630,17 +648,11 @@ impl Store {
         files::write_atomic_with(&self.paths.item_meta, sync, &mut |w| {
             crate::ItemMeta::write_of(w, tiered.clone())
         })?;
-        let sorted = |tiers: &[Tier]| {
-            let mut rows: Vec<&Item> = tiers
-                .iter()
-                .flat_map(|&t| pool.tier_rows(t).iter().map(|r| pool.item(r)))
-                .collect();
-            rows.sort_by(|a, b| {
-                a.timestamp
-                    .total_cmp(&b.timestamp)
-                    .then_with(|| a.item_id.cmp(&b.item_id))
-            });
-            rows
+        let sorted = |tiers: &[Tier]| -> Vec<&Item> {
+            pool.rows_in_file_order(tiers)
+                .into_iter()
+                .map(|r| pool.item(r))
+                .collect()
         };
         // Files that gain items before files that lose them: cold, then the warm file, which
         // holds the hot tier too (the original reads no other), then the old hot file goes.
@@ -704,11 +716,16 @@ impl Store {
         self.journal.sync()
     }
 
-    /// Sizes of the data files in bytes, by label (missing files count 0).
+    /// Sizes of the data files in bytes, by label (missing files count 0), and of the derived
+    /// bitmap and keyword files (`"bitmaps"`, `"keywords"`).
     pub fn file_sizes(&self) -> Vec<(&'static str, u64)> {
         self.paths
             .data_files()
             .iter()
+            .chain(&[
+                ("bitmaps", self.paths.bitmaps.as_path()),
+                ("keywords", self.paths.keywords.as_path()),
+            ])
             .map(|(label, path)| {
                 (
                     *label,

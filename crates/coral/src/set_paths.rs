@@ -118,6 +118,8 @@ pub fn set_paths(config_path: &Path, update: &PathsUpdate) -> Result<Value> {
         (&from.vectors, &to.vectors),
         (&old_meta, &new_meta),
         (&from.sums, &to.sums),
+        (&from.bitmaps, &to.bitmaps),
+        (&from.keywords, &to.keywords),
         (&from.index, &to.index),
         (&from.item_meta, &to.item_meta),
         (&from.warm, &to.warm),

@@ -10,6 +10,7 @@
 
 use coral_store::{Closed, Record, Store, SyncOutcome, VectorMeta};
 
+use super::keyword_file;
 use super::keyword_index::KeywordIndex;
 use super::token_sets::TokenSets;
 use super::vector_index::{VectorIndex, VectorIndexReport};
@@ -25,6 +26,13 @@ pub(crate) struct Door {
     /// Why the vector index could not be saved at the last checkpoint (it is rebuilt or
     /// caught up at the next load; nothing is lost).
     pub(crate) vector_save_error: Option<String>,
+    /// Why the keyword index could not be saved at the last checkpoint or close (the next
+    /// first search builds it; nothing is lost).
+    pub(crate) keyword_save_error: Option<String>,
+    /// How the keyword index was last made: `Some(Ok(repaired))` when read from
+    /// `coral_keywords.idx` (with that many documents repaired from the pool), `Some(Err(why))`
+    /// when a file was there but not used, `None` when it was built with no file.
+    pub(crate) keyword_load: Option<std::result::Result<usize, String>>,
     /// Token-hash sets of hot and warm items, for near-duplicate detection on insert.
     tokens: TokenSets,
     /// From this many items the pool holds sparse vectors sparse (`retrieval.ann_threshold`,
@@ -43,6 +51,8 @@ impl Door {
             keywords: None,
             vectors: None,
             vector_save_error: None,
+            keyword_save_error: None,
+            keyword_load: None,
             tokens: TokenSets::default(),
             compact_from: coral_store::COMPACT_FROM,
             measured_dense_at: 0,
@@ -180,7 +190,36 @@ impl Door {
     pub(crate) fn checkpoint(&mut self) -> Result<()> {
         self.store.checkpoint()?;
         self.save_vectors();
+        self.save_keywords();
         Ok(())
+    }
+
+    /// Saves the keyword index beside the data (`coral_keywords.idx`) if it changed since it
+    /// was built, loaded or saved. A failure is kept in `keyword_save_error` and costs only
+    /// time: the next first search builds the index.
+    fn save_keywords(&mut self) {
+        if self.store.read_only().is_some() {
+            return;
+        }
+        let Some(keywords) = &mut self.keywords else {
+            return;
+        };
+        if !keywords.dirty {
+            return;
+        }
+        let pool = self.store.pool();
+        if !keywords.matches(pool) {
+            keywords.reconcile(pool);
+        }
+        let path = self.store.paths().keywords.clone();
+        match keyword_file::save(&path, keywords, pool, self.store.syncs()) {
+            Ok(()) => {
+                keywords.dirty = false;
+                self.keyword_save_error = None;
+            }
+            Err(e) => self.keyword_save_error = Some(e),
+        }
+        coral_base::probe::mark("keyword index saved");
     }
 
     /// Saves the vector index beside the data if it changed. A failure is kept in
@@ -206,13 +245,20 @@ impl Door {
     /// Save the vector index, checkpoint and release the data directory.
     pub(crate) fn close(mut self) -> Result<Closed> {
         self.save_vectors();
+        self.save_keywords();
         Ok(self.store.close()?)
     }
 
     /// The keyword index, built or repaired first so that it matches the pool, with the store
     /// it indexes.
     pub(crate) fn keywords(&mut self) -> (&KeywordIndex, &Store) {
+        if self.keywords.is_none() {
+            let (index, how) = load_keywords(&self.store);
+            self.keywords = Some(index);
+            self.keyword_load = how;
+        }
         let pool = self.store.pool();
+        // Set just above; the closure never runs.
         let keywords = self
             .keywords
             .get_or_insert_with(|| KeywordIndex::build(pool));
@@ -322,4 +368,28 @@ impl Door {
     pub(crate) fn commit_bypassing_indexes(&mut self, records: Vec<Record>) -> Result<()> {
         Ok(self.store.commit(records)?)
     }
+}
+
+/// The keyword index of `store`'s pool: read from `coral_keywords.idx` and checked against the
+/// pool document by document when the file is usable, else built from every text; with how
+/// (see `Door::keyword_load`).
+fn load_keywords(store: &Store) -> (KeywordIndex, Option<std::result::Result<usize, String>>) {
+    let pool = store.pool();
+    let how = match keyword_file::read(&store.paths().keywords) {
+        Ok(None) => None,
+        Ok(Some((saved, bm25))) => match KeywordIndex::from_saved(saved, bm25, pool) {
+            Some((index, repaired)) => {
+                coral_base::probe::mark("keyword index read and checked");
+                return (index, Some(Ok(repaired)));
+            }
+            None => Some(Err(format!(
+                "{}: its slots and documents disagree: ignored, the keyword index is rebuilt",
+                store.paths().keywords.display()
+            ))),
+        },
+        Err(why) => Some(Err(why)),
+    };
+    let index = KeywordIndex::build(pool);
+    coral_base::probe::mark("keyword index built");
+    (index, how)
 }

@@ -37,6 +37,8 @@ pub(crate) struct KeywordIndex {
     reconciled: u64,
     /// Slots in creation-time order: (sortable timestamp, tie-break key, slot).
     by_time: BTreeSet<(i64, u64, u32)>,
+    /// Changed since it was built, loaded or last saved (`coral_keywords.idx`).
+    pub(crate) dirty: bool,
 }
 
 /// Which slots a filtered search may use ([`KeywordIndex::slot_filter`]).
@@ -82,12 +84,178 @@ struct SlotDoc {
 
 impl KeywordIndex {
     /// The index of every item in `pool`.
+    /// Row `r` gets slot `r`, as adding the rows one by one would give. The texts' terms
+    /// (tokenising and stemming, most of the build) are found on every core a chunk at a time,
+    /// so at most a chunk's term lists exist at once; the documents go into the postings in
+    /// row order, and the creation-time order is sorted once rather than grown an entry at a
+    /// time.
     pub(crate) fn build(pool: &Pool) -> KeywordIndex {
+        KeywordIndex::build_in_chunks(pool, 16_384)
+    }
+
+    fn build_in_chunks(pool: &Pool, chunk: usize) -> KeywordIndex {
+        use rayon::prelude::*;
+        let n = pool.len();
         let mut index = KeywordIndex::default();
-        for row in 0..pool.len() as u32 {
-            index.add(pool, row);
+        index.slots.reserve(n);
+        index.docs.reserve_exact(n);
+        let mut by_time = Vec::with_capacity(n);
+        let keys = pool.tiebreaks();
+        for (c, items) in pool.items().chunks(chunk.max(1)).enumerate() {
+            let terms: Vec<Vec<String>> = items
+                .par_iter()
+                .map(|item| search_terms(&item.content))
+                .collect();
+            for (i, (item, terms)) in items.iter().zip(terms).enumerate() {
+                let slot = (c * chunk.max(1) + i) as u32;
+                let key = keys[slot as usize];
+                index.index.insert(slot, terms);
+                by_time.push((time_key(item.timestamp), key, slot));
+                index.key_sum = index.key_sum.wrapping_add(key);
+                let id = IdKey::of(&item.item_id);
+                index.slots.insert(id.clone(), slot);
+                index.docs.push(Some(SlotDoc {
+                    id,
+                    timestamp: item.timestamp,
+                    key,
+                }));
+            }
         }
+        by_time.sort_unstable();
+        index.by_time = by_time.into_iter().collect();
+        index.dirty = true;
         index
+    }
+
+    /// The index a saved file held (`keyword_file::read`), checked against `pool` document by
+    /// document: a slot is kept only when the pool holds its id with the same text (length,
+    /// CRC32 and hash) and creation time; the others are removed and every pool item not kept
+    /// is analysed and added, as a rebuild would. Returns the index and how many documents
+    /// were repaired; `None` when the slots and the BM25 documents disagree (a file no writer
+    /// of this code makes).
+    pub(crate) fn from_saved(
+        saved: Vec<Option<super::keyword_file::SavedDoc>>,
+        bm25: Bm25Index,
+        pool: &Pool,
+    ) -> Option<(KeywordIndex, usize)> {
+        use rayon::prelude::*;
+        if bm25.len() != saved.iter().flatten().count() {
+            return None;
+        }
+        let mut index = KeywordIndex {
+            index: bm25,
+            ..KeywordIndex::default()
+        };
+        index.slots.reserve(saved.len());
+        let mut by_time = Vec::with_capacity(saved.len());
+        // Whether each saved document is still its item's: on every core (a text key is a
+        // CRC32 and a hash of the text).
+        let current: Vec<bool> = saved
+            .par_iter()
+            .map(|doc| {
+                doc.as_ref().is_some_and(|d| {
+                    pool.row(&d.id).is_some_and(|row| {
+                        let item = pool.item(row);
+                        item.timestamp.to_bits() == d.timestamp.to_bits()
+                            && coral_store::TextKey::of(&item.content) == d.text
+                    })
+                })
+            })
+            .collect();
+        let mut stale = Vec::new();
+        for (slot, doc) in saved.into_iter().enumerate() {
+            let slot = slot as u32;
+            let Some(doc) = doc else {
+                if index.index.contains(slot) {
+                    return None;
+                }
+                index.docs.push(None);
+                index.free.push(slot);
+                continue;
+            };
+            if !index.index.contains(slot) {
+                return None;
+            }
+            let key = tiebreak_key(&doc.id);
+            let id = IdKey::of(&doc.id);
+            if index.slots.insert(id.clone(), slot).is_some() {
+                return None;
+            }
+            if !current[slot as usize] {
+                stale.push(id.clone());
+            }
+            by_time.push((time_key(doc.timestamp), key, slot));
+            index.key_sum = index.key_sum.wrapping_add(key);
+            index.docs.push(Some(SlotDoc {
+                id,
+                timestamp: doc.timestamp,
+                key,
+            }));
+        }
+        // Free slots are reused last first, as `remove` leaves them.
+        index.free.reverse();
+        by_time.sort_unstable();
+        index.by_time = by_time.into_iter().collect();
+        let mut repaired = stale.len();
+        for id in &stale {
+            index.remove(id);
+        }
+        for row in 0..pool.len() as u32 {
+            if !index
+                .slots
+                .contains_key(&IdKey::of(&pool.item(row).item_id))
+            {
+                index.add(pool, row);
+                repaired += 1;
+            }
+        }
+        index.dirty = repaired > 0;
+        Some((index, repaired))
+    }
+
+    /// Writes the slot table and the BM25 index for `keyword_file::save`, renumbered so that
+    /// slot `i` is the `i`-th item of `pool` in file order (`Pool::file_order`): what an open
+    /// after the checkpoint reads as row `i`, so that the index read back then is the one a
+    /// build from those rows makes, posting lists in the same order. The slot count, then per
+    /// slot 1, the item id (u16 length, bytes), the text key of its content and its creation
+    /// time; then `Bm25Index::write_parts`. The index must match `pool`.
+    pub(crate) fn write_to(
+        &self,
+        out: &mut dyn std::io::Write,
+        pool: &Pool,
+    ) -> std::io::Result<()> {
+        let order = pool.file_order();
+        if order.len() != self.slots.len() {
+            return Err(std::io::Error::other(format!(
+                "{} items in the pool, {} indexed",
+                order.len(),
+                self.slots.len()
+            )));
+        }
+        let mut renumber = vec![u32::MAX; self.docs.len()];
+        out.write_all(&(order.len() as u32).to_le_bytes())?;
+        let mut buf = Vec::with_capacity(1 << 16);
+        for (i, &row) in order.iter().enumerate() {
+            let item = pool.item(row);
+            let slot = *self.slots.get(&IdKey::of(&item.item_id)).ok_or_else(|| {
+                std::io::Error::other(format!("{} is in the pool but not indexed", item.item_id))
+            })?;
+            renumber[slot as usize] = i as u32;
+            let len = u16::try_from(item.item_id.len()).map_err(|_| {
+                std::io::Error::other(format!("an id of {} bytes", item.item_id.len()))
+            })?;
+            buf.push(1);
+            buf.extend_from_slice(&len.to_le_bytes());
+            buf.extend_from_slice(item.item_id.as_bytes());
+            buf.extend_from_slice(&coral_store::TextKey::of(&item.content).to_bytes());
+            buf.extend_from_slice(&item.timestamp.to_bits().to_le_bytes());
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        out.write_all(&buf)?;
+        self.index.write_parts(out, Some(&renumber))
     }
 
     /// Whether the index holds the same ids as `pool`, by count and by the wrapping sum of
@@ -299,6 +467,7 @@ impl KeywordIndex {
             }
         };
         self.index.insert(slot, search_terms(&item.content));
+        self.dirty = true;
         let key = tiebreak_key(&item.item_id);
         self.by_time.insert((time_key(item.timestamp), key, slot));
         self.key_sum = self.key_sum.wrapping_add(key);
@@ -314,6 +483,7 @@ impl KeywordIndex {
     fn remove(&mut self, id: &IdKey) {
         if let Some(slot) = self.slots.remove(id) {
             self.index.remove(slot);
+            self.dirty = true;
             if let Some(doc) = self.docs[slot as usize].take() {
                 self.key_sum = self.key_sum.wrapping_sub(doc.key);
                 self.by_time
@@ -425,6 +595,39 @@ mod tests {
                 "summary of {} memories about 拿铁咖啡",
                 texts.len()
             ))
+        }
+    }
+
+    #[test]
+    fn the_chunked_build_is_the_one_by_one_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let coral = open(dir.path(), "hybrid");
+        for (i, t) in texts(23).iter().enumerate() {
+            insert(&coral, t, i as f64 * 0.5);
+        }
+        let engine = coral.engine().lock_raw();
+        let pool = engine.door.view().pool();
+        let mut one_by_one = KeywordIndex::default();
+        for row in 0..pool.len() as u32 {
+            one_by_one.add(pool, row);
+        }
+        for chunk in [1, 5, 16_384] {
+            let built = KeywordIndex::build_in_chunks(pool, chunk);
+            assert_eq!(built.contents(), one_by_one.contents(), "chunk {chunk}");
+            assert_eq!(built.by_time, one_by_one.by_time, "chunk {chunk}");
+            assert_eq!(built.key_sum, one_by_one.key_sum);
+            let slots = |k: &KeywordIndex| {
+                let mut v: Vec<(String, u32)> =
+                    k.slots.iter().map(|(id, &s)| (id.to_string(), s)).collect();
+                v.sort();
+                v
+            };
+            assert_eq!(slots(&built), slots(&one_by_one));
+            let query = Bm25Query::from_text("rust code review 拿铁");
+            assert_eq!(
+                built.rank(pool, &query, 10, None),
+                one_by_one.rank(pool, &query, 10, None)
+            );
         }
     }
 

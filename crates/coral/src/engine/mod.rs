@@ -14,6 +14,7 @@ pub(crate) mod guard;
 mod id_key;
 mod import;
 mod insert;
+mod keyword_file;
 mod keyword_index;
 mod lifecycle;
 mod pool_rows;
@@ -156,7 +157,7 @@ impl Engine {
             dim: embedder.dim(),
             sync: sync_policy(&config),
             wal_max_bytes: config.storage.wal_max_bytes,
-            features: Arc::new(|text: &str| coral_embed::text_features(text).bitmap),
+            features: Arc::new(coral_embed::text_bitmap),
         };
         let store = match Store::open(config.store_paths(), options.clone()) {
             Ok(store) => store,

@@ -52,7 +52,9 @@ pub(crate) fn disk_usage(store: &Store, config: &Config) -> DiskUsage {
     let mut files = BTreeMap::new();
     let mut data_bytes = 0;
     for (label, bytes) in store.file_sizes() {
-        if label != "vectors" {
+        // The derived files (saved bitmaps and keyword index, docs/ann.md "Reopen") are listed
+        // but not counted, like the vector graph: they are caches, remade when missing.
+        if !matches!(label, "vectors" | "bitmaps" | "keywords") {
             data_bytes += bytes;
         }
         files.insert(label.to_string(), bytes);
