@@ -37,5 +37,5 @@ pub use error::{Error, Result};
 pub use memory::{InsertOutcome, NewMemory, Stored, TierCounts};
 pub use options::{PgOptions, URL_ENV};
 pub use schema::SCHEMA_VERSION;
-pub use search::{Candidates, Hit, SPREAD_SAMPLES, SearchQuery};
+pub use search::{Candidates, Finished, Hit, SPREAD_SAMPLES, SearchQuery};
 pub use store::{MAX_TENANT_BYTES, PgStore};

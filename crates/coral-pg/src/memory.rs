@@ -8,9 +8,10 @@ use coral_store::{Item, Tier};
 use pgvector::Vector;
 use serde_json::{Map, Value};
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use crate::error::{Error, Result};
-use crate::pool::{Pool, Tx};
+use crate::pool::{Params, Pool, Tx};
 use crate::sql;
 
 /// A memory to store, with what the facade derived from its text outside any lock.
@@ -189,11 +190,19 @@ pub(crate) fn insert(
         // The locks first, in a statement of their own: under READ COMMITTED the next
         // statement's snapshot then holds whatever a near duplicate's transaction committed
         // while this one waited.
-        if !locks.is_empty() {
-            tx.query(sql::LOCK_TOKENS, &[&tenant, &locks])?;
-        }
+        // Both go out in one round trip with the transaction's start; the server runs them in
+        // order, so the candidate query still starts after the locks are held.
         let at = new.item.last_access;
-        if let Some(merged) = merge(tx, tenant, &new.item.item_id, &set, threshold, at)? {
+        let id = &new.item.item_id;
+        let lock_params: [&(dyn ToSql + Sync); 2] = [&tenant, &locks];
+        let probe_params: [&(dyn ToSql + Sync); 3] = [&tenant, id, &locks];
+        let mut statements: Vec<(&str, &Params<'_>)> = Vec::with_capacity(2);
+        if !locks.is_empty() {
+            statements.push((sql::LOCK_TOKENS, &lock_params));
+        }
+        statements.push((sql::MERGE_CANDIDATES, &probe_params));
+        let rows = tx.query_all(&statements)?.pop().unwrap_or_default();
+        if let Some(merged) = merge_into(tx, tenant, id, &set, threshold, at, &rows)? {
             return Ok(merged);
         }
         match put(tx, tenant, new, &set, &terms)? {
@@ -250,8 +259,21 @@ fn merge(
 ) -> Result<Option<InsertOutcome>> {
     let probe = as_i64(prefix(set, threshold));
     let rows = tx.query(sql::MERGE_CANDIDATES, &[&tenant, &id, &probe])?;
+    merge_into(tx, tenant, id, set, threshold, at, &rows)
+}
+
+/// [`merge`] with the rows of `MERGE_CANDIDATES` at hand.
+fn merge_into(
+    tx: &mut Tx<'_>,
+    tenant: &str,
+    id: &str,
+    set: &[u64],
+    threshold: f64,
+    at: f64,
+    rows: &[Row],
+) -> Result<Option<InsertOutcome>> {
     let mut candidates: Vec<(i64, String, Vec<u64>)> = Vec::with_capacity(rows.len());
-    for r in &rows {
+    for r in rows {
         let key: i64 = r.get(0);
         if r.get::<_, bool>(3) {
             tx.execute(sql::TOUCH, &[&tenant, &key, &at])?;

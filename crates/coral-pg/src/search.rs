@@ -72,6 +72,8 @@ pub struct Candidates {
     /// The items created in the query's window that the filter lets through, newest first:
     /// the `depth` newest that are not in either ranking, and those that are.
     pub window: Vec<u32>,
+    /// Each candidate's row key.
+    pub(crate) keys: Vec<i64>,
 }
 
 /// One search result.
@@ -91,6 +93,42 @@ pub struct Hit {
     pub vector_z: f64,
 }
 
+/// What a search's caller picked from its candidates ([`search_then`]), finished in the
+/// search's own snapshot.
+#[derive(Debug)]
+pub struct Finished {
+    /// The candidates; the picked ones' items have their content and other keys, the others'
+    /// only what ranking reads (times, counters, importance, project, id: the content is
+    /// empty).
+    pub candidates: Candidates,
+    /// The candidate numbers picked, in the caller's order.
+    pub picked: Vec<u32>,
+    /// The dot product with the query's vector of each picked candidate that was not in the
+    /// vector ranking and has a vector of the query's embedder.
+    pub dots: HashMap<u32, f64>,
+    /// When the picks were to be counted: how many were (one more access, the later access
+    /// time), committed before the search returns, or why they were not.
+    pub touched: Option<Result<u64>>,
+}
+
+/// Checks the query and opens a search's snapshot.
+fn begin(dim: usize, query: &SearchQuery<'_>) -> Result<String> {
+    if let Some(v) = query.vector
+        && v.len() != dim
+    {
+        return Err(Error::InvalidInput(format!(
+            "the query vector has {} dimensions; this store holds {dim}: embed the query with the \
+             store's embedder",
+            v.len()
+        )));
+    }
+    let ef = query.ef_search.clamp(query.depth.max(1), 1_000);
+    Ok(format!(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
+         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
+    ))
+}
+
 /// Both rankings' candidates in one read-only snapshot, in three round trips: the
 /// transaction's start with its settings, the statements of both rankings pipelined, and the
 /// candidates' items (then the commit).
@@ -99,6 +137,106 @@ pub(crate) fn candidates(
     tenant: &str,
     dim: usize,
     query: &SearchQuery<'_>,
+) -> Result<Candidates> {
+    let begin = begin(dim, query)?;
+    pool.transaction_from(&begin, "search", |tx| gather(tx, tenant, dim, query, true))
+}
+
+/// A search finished in its own snapshot: the candidates with only what ranking reads, then
+/// `pick` (the caller's fusion and ranking) names the hits, whose content and missing dot
+/// products come in one more round trip; when `touch_at` is given, the hits are counted by a
+/// statement sent with the commit (docs/postgres.md, "Search": it commits before this returns,
+/// so an acknowledged counted search's touches are committed).
+pub(crate) fn search_then(
+    pool: &Pool,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+    touch_at: Option<f64>,
+    mut pick: impl FnMut(&Candidates) -> Vec<u32>,
+) -> Result<Finished> {
+    if let Some(at) = touch_at
+        && !at.is_finite()
+    {
+        return Err(Error::InvalidInput(format!(
+            "the access time {at} is not finite"
+        )));
+    }
+    let begin = begin(dim, query)?;
+    let dots_sql = sql::dots_by_key(dim);
+    let vector = query.vector.map(|v| Vector::from(v.to_vec()));
+    pool.transaction_from(&begin, "search", |tx| {
+        let mut found = gather(tx, tenant, dim, query, false)?;
+        let picked: Vec<u32> = pick(&found)
+            .into_iter()
+            .filter(|&n| (n as usize) < found.items.len())
+            .collect();
+        let keys: Vec<i64> = picked.iter().map(|&n| found.keys[n as usize]).collect();
+        let in_vector: std::collections::HashSet<u32> = found.vector.iter().map(|v| v.0).collect();
+        let missing: Vec<i64> = picked
+            .iter()
+            .filter(|n| !in_vector.contains(n))
+            .map(|&n| found.keys[n as usize])
+            .collect();
+        let content_params: [&(dyn ToSql + Sync); 2] = [&tenant, &keys];
+        let dots_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &missing, &query.embedder];
+        let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
+        if !keys.is_empty() {
+            statements.push((sql::CONTENT_BY_KEY, &content_params));
+        }
+        if vector.is_some() && !missing.is_empty() {
+            statements.push((&dots_sql, &dots_params));
+        }
+        let mut results = tx.query_all(&statements)?.into_iter();
+        let number: HashMap<i64, u32> = picked
+            .iter()
+            .map(|&n| (found.keys[n as usize], n))
+            .collect();
+        if !keys.is_empty() {
+            for row in results.next().unwrap_or_default() {
+                let Some(&n) = number.get(&row.get::<_, i64>(0)) else {
+                    continue;
+                };
+                let item = &mut found.items[n as usize].item;
+                item.content = row.get(1);
+                item.extra = match row.get::<_, serde_json::Value>(2) {
+                    serde_json::Value::Object(map) => map,
+                    _ => serde_json::Map::new(),
+                };
+            }
+        }
+        let mut dots = HashMap::new();
+        if vector.is_some() && !missing.is_empty() {
+            for row in results.next().unwrap_or_default() {
+                if let Some(&n) = number.get(&row.get::<_, i64>(0)) {
+                    dots.insert(n, row.get::<_, f64>(1));
+                }
+            }
+        }
+        let touched = match touch_at {
+            Some(at) if !keys.is_empty() => {
+                Some(tx.commit_then(sql::TOUCH_KEYS, &[&tenant, &keys, &at])?)
+            }
+            _ => None,
+        };
+        Ok(Finished {
+            candidates: found,
+            picked,
+            dots,
+            touched,
+        })
+    })
+}
+
+/// Both rankings' candidates in the open snapshot `tx`: the statements of both rankings
+/// pipelined, neighbouring context when asked, then the candidates' items (with their content
+/// when `content`, else only what ranking reads).
+fn gather(
+    tx: &mut crate::pool::Tx<'_>,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+    content: bool,
 ) -> Result<Candidates> {
     if let Some(v) = query.vector
         && v.len() != dim
@@ -125,11 +263,7 @@ pub(crate) fn candidates(
         .map(|v| Vector::from(v.to_vec()));
     let (nearest, sample) = (sql::nearest(dim), sql::sample_dots(dim));
     let limit = ef as i64;
-    let begin = format!(
-        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
-         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
-    );
-    pool.transaction_from(&begin, "search", |tx| {
+    {
         let by_tenant: [&(dyn ToSql + Sync); 1] = [&tenant];
         let postings_all: [&(dyn ToSql + Sync); 2] = [&tenant, &names];
         let project = query.project.unwrap_or_default();
@@ -217,7 +351,12 @@ pub(crate) fn candidates(
                 }
             }
         }
-        let rows = tx.query(sql::ITEMS_BY_KEY, &[&tenant, &numbers.keys])?;
+        let items_sql = if content {
+            sql::ITEMS_BY_KEY
+        } else {
+            sql::SCORING_BY_KEY
+        };
+        let rows = tx.query(items_sql, &[&tenant, &numbers.keys])?;
         let mut by_key: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
         for row in &rows {
             let (key, item) = stored(row)?;
@@ -248,8 +387,9 @@ pub(crate) fn candidates(
             vector_spread,
             bm25_own,
             window,
+            keys: numbers.keys,
         })
-    })
+    }
 }
 
 /// The best `k` of a search by fused relevance, best first (ties: the smaller candidate
@@ -261,21 +401,25 @@ pub(crate) fn search(
     query: &SearchQuery<'_>,
     k: usize,
 ) -> Result<Vec<Hit>> {
-    let found = candidates(pool, tenant, dim, query)?;
-    let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
-    let fused = fuse_hybrid(
-        &found.bm25,
-        &found.bm25_spread,
-        &coverage,
-        &found.vector,
-        &found.vector_spread,
-        &query.params,
-        query.depth,
-    );
+    let mut fused = Vec::new();
+    let done = search_then(pool, tenant, dim, query, None, |found| {
+        let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
+        fused = fuse_hybrid(
+            &found.bm25,
+            &found.bm25_spread,
+            &coverage,
+            &found.vector,
+            &found.vector_spread,
+            &query.params,
+            query.depth,
+        );
+        fused.truncate(k);
+        fused.iter().map(|r| r.id).collect()
+    })?;
+    let found = &done.candidates;
     let vector: HashMap<u32, f64> = found.vector.iter().copied().collect();
     Ok(fused
         .into_iter()
-        .take(k)
         .map(|r| Hit {
             item: found.items[r.id as usize].clone(),
             relevance: r.relevance,

@@ -66,6 +66,22 @@ pub(crate) const ITEMS_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, i.co
      JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
      WHERE i.tenant = $1 AND i.key = ANY($2)";
 
+/// Items by key with what ranking needs (times, counters, importance, project, id), without
+/// their content and other keys (empty here; [`CONTENT_BY_KEY`] fetches them for the hits):
+/// the columns of [`ITEMS_BY_KEY`], so one parser reads both.
+pub(crate) const SCORING_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, ''::text, i.created, i.importance, \
+     i.token_count, '{}'::jsonb, h.access_count, h.last_access, i.key FROM coral_items i \
+     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
+     WHERE i.tenant = $1 AND i.key = ANY($2)";
+
+/// The content and other keys of items by key (a search's hits).
+pub(crate) const CONTENT_BY_KEY: &str =
+    "SELECT key, content, extra FROM coral_items WHERE tenant = $1 AND key = ANY($2)";
+
+/// A search's hits counted by key: one more access each, the later access time.
+pub(crate) const TOUCH_KEYS: &str = "UPDATE coral_heat SET access_count = access_count + 1, \
+     last_access = GREATEST(last_access, $3) WHERE tenant = $1 AND key = ANY($2)";
+
 /// Every item of the tenant, with counters (listing and export).
 pub(crate) const ALL_ITEMS: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
      i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
@@ -212,6 +228,9 @@ pub(crate) const ALL: &[&str] = &[
     PROJECTS,
     ITEMS_BY_ID,
     ITEMS_BY_KEY,
+    SCORING_BY_KEY,
+    CONTENT_BY_KEY,
+    TOUCH_KEYS,
     ALL_ITEMS,
     TOUCH_IDS,
     SET_IMPORTANCE,
@@ -286,6 +305,17 @@ pub(crate) fn dots_by_id(dim: usize) -> String {
     )
 }
 
+/// The dot products of `$2` with the vectors of the items `$3` (by key; of embedder `$4` when
+/// not null): the component score of a search's hits that were not vector candidates, the
+/// expression of [`nearest`], so the same value.
+pub(crate) fn dots_by_key(dim: usize) -> String {
+    format!(
+        "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
+         WHERE tenant = $1 AND dim = {dim} AND key = ANY($3) \
+         AND ($4::text IS NULL OR embedder = $4)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,7 +323,12 @@ mod tests {
     /// docs/postgres.md, "Tenancy": no statement on a tenant table without the tenant.
     #[test]
     fn every_statement_is_scoped_to_the_tenant() {
-        let dynamic = [nearest(384), sample_dots(384), dots_by_id(384)];
+        let dynamic = [
+            nearest(384),
+            sample_dots(384),
+            dots_by_id(384),
+            dots_by_key(384),
+        ];
         for sql in ALL
             .iter()
             .copied()

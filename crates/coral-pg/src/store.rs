@@ -9,7 +9,7 @@ use crate::memory::{self, InsertOutcome, NewMemory, Stored, TierCounts};
 use crate::options::PgOptions;
 use crate::pool::Pool;
 use crate::schema;
-use crate::search::{self, Candidates, Hit, SearchQuery};
+use crate::search::{self, Candidates, Finished, Hit, SearchQuery};
 use crate::threads;
 
 /// Longest tenant name, in bytes.
@@ -167,6 +167,20 @@ impl PgStore {
     /// Both rankings' candidates of a search, for a caller that fuses and scores itself.
     pub fn candidates(&self, query: &SearchQuery<'_>) -> Result<Candidates> {
         search::candidates(&self.pool, &self.tenant, self.dim, query)
+    }
+
+    /// A search finished in its own snapshot: `pick` gets the candidates (items with what
+    /// ranking reads; the content empty) and names the hits, which come back with their
+    /// content and, when they were not vector candidates, their dot products; with
+    /// `touch_at` they are counted (one more access, the later access time) by a statement
+    /// sent with the commit, committed before this returns (docs/postgres.md, "Search").
+    pub fn search_then(
+        &self,
+        query: &SearchQuery<'_>,
+        touch_at: Option<f64>,
+        pick: impl FnMut(&Candidates) -> Vec<u32>,
+    ) -> Result<Finished> {
+        search::search_then(&self.pool, &self.tenant, self.dim, query, touch_at, pick)
     }
 
     /// The best `k` memories by fused relevance (`coral_score::fuse_hybrid`), best first.
