@@ -1,13 +1,14 @@
 //! Every statement on Coral's tenant tables, in one place so that a test can check the rule of
 //! docs/postgres.md ("Tenancy"): each one names `tenant` and takes the tenant as `$1`.
 
-/// Takes one transaction-level advisory lock per near-duplicate prefix token, keyed by the
-/// tenant and the token, in the array's (ascending) order.
-pub(crate) const LOCK_TOKENS: &str = "SELECT count(pg_advisory_xact_lock(hashtextextended($1, k))) \
-     FROM unnest($2::int8[]) WITH ORDINALITY AS u(k, n)";
+/// Takes one transaction-level advisory lock per token `$2`, keyed by the tenant and the
+/// token, exclusive where `$3` says so and shared elsewhere, in the arrays' (ascending) order.
+pub(crate) const LOCK_TOKENS: &str = "SELECT count(CASE WHEN x THEN pg_advisory_xact_lock(hashtextextended($1, k)) \
+     ELSE pg_advisory_xact_lock_shared(hashtextextended($1, k)) END) \
+     FROM unnest($2::int8[], $3::bool[]) WITH ORDINALITY AS u(k, x, n)";
 
 /// What an insert may merge into: the item with the same id (`same`), then the hot and warm
-/// items sharing a token with the new one's prefix (`$3`).
+/// items sharing a token with the new one's probe (`$3`).
 pub(crate) const MERGE_CANDIDATES: &str = "SELECT key, item_id, token_set, true AS same FROM coral_items \
      WHERE tenant = $1 AND item_id = $2 \
      UNION ALL \

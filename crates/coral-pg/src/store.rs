@@ -22,6 +22,8 @@ pub struct PgStore {
     pool: Pool,
     tenant: String,
     dim: usize,
+    /// Which tokens are common in the tenant, as this store has seen them.
+    rarity: memory::Rarity,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -76,6 +78,7 @@ impl PgStore {
             pool,
             tenant: tenant.to_string(),
             dim,
+            rarity: memory::Rarity::default(),
         })
     }
 
@@ -108,7 +111,14 @@ impl PgStore {
     /// `threshold` similar by token-set Jaccard (`memory.sim_threshold_hot`); exact across
     /// processes (docs/postgres.md, "Duplicates").
     pub fn insert(&self, new: &NewMemory<'_>, threshold: f64) -> Result<InsertOutcome> {
-        memory::insert(&self.pool, &self.tenant, self.dim, new, threshold)
+        memory::insert(
+            &self.pool,
+            &self.tenant,
+            self.dim,
+            new,
+            threshold,
+            &self.rarity,
+        )
     }
 
     /// Copies memories in as they are, without merging (a present id is left alone), in one
