@@ -489,9 +489,22 @@ fn raw_keyword_scores(
         let Some(&i) = position.get(term.as_str()) else {
             continue;
         };
-        let tf = u32::try_from(row.get::<_, i32>(2)).unwrap_or(0);
-        let len = u32::try_from(row.get::<_, i32>(3)).unwrap_or(0);
-        lists[i].push((row.get(1), tf, len, row.get(4)));
+        let keys: Vec<i64> = row.get(1);
+        let tfs: Vec<i32> = row.get(2);
+        let lens: Vec<i32> = row.get(3);
+        let allowed: Option<Vec<bool>> = row.get(4);
+        lists[i] = keys
+            .iter()
+            .enumerate()
+            .map(|(j, &key)| {
+                let tf = u32::try_from(tfs.get(j).copied().unwrap_or(0)).unwrap_or(0);
+                let len = u32::try_from(lens.get(j).copied().unwrap_or(0)).unwrap_or(0);
+                let ok = allowed
+                    .as_ref()
+                    .is_none_or(|a| a.get(j).copied().unwrap_or(false));
+                (key, tf, len, ok)
+            })
+            .collect();
     }
     let n = n_docs as f64;
     let avg_len = total_len as f64 / n;

@@ -121,14 +121,20 @@ pub(crate) const COUNT_TIERS: &str =
 pub(crate) const COUNT_IN_PROJECT: &str =
     "SELECT count(*) FROM coral_items WHERE tenant = $1 AND (project IS NULL OR project = $2)";
 
-/// The postings of the query's terms: every document, for the document frequencies.
-pub(crate) const POSTINGS: &str =
-    "SELECT term, key, tf, len, true FROM coral_postings WHERE tenant = $1 AND term = ANY($2)";
+/// The postings of the query's terms: every document, for the document frequencies. One row
+/// per term with its postings as arrays in key order (a common term has tens of thousands at
+/// 100,000 memories: one row each cost more to send and read than the scan).
+pub(crate) const POSTINGS: &str = "SELECT term, array_agg(key ORDER BY key), array_agg(tf ORDER BY key), \
+     array_agg(len ORDER BY key), NULL::bool[] \
+     FROM coral_postings WHERE tenant = $1 AND term = ANY($2) GROUP BY term";
 
-/// The postings of the query's terms, each saying whether a project filter lets it through.
-pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, p.key, p.tf, p.len, (i.project IS NULL OR i.project = $3) \
+/// The postings of the query's terms as [`POSTINGS`] gives them, with whether a project
+/// filter lets each through.
+pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, array_agg(p.key ORDER BY p.key), \
+     array_agg(p.tf ORDER BY p.key), array_agg(p.len ORDER BY p.key), \
+     array_agg(i.project IS NULL OR i.project = $3 ORDER BY p.key) \
      FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
-     WHERE p.tenant = $1 AND p.term = ANY($2)";
+     WHERE p.tenant = $1 AND p.term = ANY($2) GROUP BY p.term";
 
 /// The items created just before and after each candidate `$2` (by key): up to 8 each way
 /// from the candidate's own time (itself and its millisecond included; the caller keeps the
