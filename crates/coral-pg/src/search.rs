@@ -559,6 +559,65 @@ struct Near {
     later: bool,
 }
 
+/// Rows of the first walk each way from a candidate: itself and one neighbour, and one more to
+/// see that the neighbour's millisecond ended.
+const SHORT_WALK: i64 = 3;
+
+/// Rows of the full walk each way (docs/postgres.md, "Next steps": more items than this in
+/// one millisecond around a match are a known difference from the local index).
+const FULL_WALK: i64 = 8;
+
+/// The candidates (keys, first column) whose `NEIGHBOURS` rows with walks of `walk` rows do
+/// not settle both neighbours: a walk that filled its limit and whose last row is not past the
+/// nearest other millisecond, or no row of the candidate itself.
+fn unsettled(rows: &[Row], walk: usize) -> Vec<i64> {
+    let walked: Vec<(i64, i64, i64, bool)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), time_key(r.get::<_, f64>(3)), r.get(5)))
+        .collect();
+    unsettled_of(&walked, walk)
+}
+
+/// [`unsettled`] over (candidate, key, millisecond, later) rows.
+fn unsettled_of(rows: &[(i64, i64, i64, bool)], walk: usize) -> Vec<i64> {
+    // Per candidate: own millisecond, and per direction the rows' milliseconds.
+    let mut seen: HashMap<i64, (Option<i64>, [Vec<i64>; 2])> = HashMap::new();
+    for &(c, key, ms, later) in rows {
+        let e = seen.entry(c).or_default();
+        if c == key {
+            e.0 = Some(ms);
+        }
+        e.1[usize::from(later)].push(ms);
+    }
+    let mut out: Vec<i64> = seen
+        .into_iter()
+        .filter(|(_, (own, walks))| {
+            let Some(here) = *own else {
+                return true;
+            };
+            walks.iter().enumerate().any(|(later, ms)| {
+                if ms.len() < walk {
+                    return false;
+                }
+                // Distances beyond the candidate's millisecond, in the walk's direction.
+                let beyond: Vec<i64> = ms
+                    .iter()
+                    .map(|&m| if later == 1 { m - here } else { here - m })
+                    .filter(|&d| d > 0)
+                    .collect();
+                let (Some(&nearest), Some(&last)) = (beyond.iter().min(), beyond.iter().max())
+                else {
+                    return true;
+                };
+                last <= nearest
+            })
+        })
+        .map(|(c, _)| c)
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 /// The millisecond of a creation time, as the local keyword index orders items.
 fn time_key(t: f64) -> i64 {
     (t * 1000.0).round() as i64
@@ -589,7 +648,21 @@ fn neighbour_context(
         best.truncate(limit);
     }
     let keys: Vec<i64> = best.iter().map(|&(i, _)| positive[i as usize].0).collect();
-    let rows = tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?;
+    // A short walk first; the candidates it cannot settle (its last row still in the nearest
+    // millisecond, or the candidate's own row not reached: several items at one time) walk
+    // again as far as before. Same answer, a third of the rows when times rarely tie.
+    let mut rows = tx.query(
+        sql::NEIGHBOURS,
+        &[&tenant, &keys, &query.project, &SHORT_WALK],
+    )?;
+    let again = unsettled(&rows, SHORT_WALK as usize);
+    if !again.is_empty() {
+        rows.retain(|r| !again.contains(&r.get::<_, i64>(0)));
+        rows.extend(tx.query(
+            sql::NEIGHBOURS,
+            &[&tenant, &again, &query.project, &FULL_WALK],
+        )?);
+    }
     // Per candidate key: its own time and the rows around it.
     let mut around: HashMap<i64, Vec<Near>> = HashMap::new();
     let mut own_time: HashMap<i64, i64> = HashMap::new();
@@ -710,4 +783,42 @@ fn vector_ranking(
         .map(|(key, s)| (numbers.number(key), s))
         .collect();
     (ranked, spread)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walk of 3 rows each way: (candidate, key, millisecond, later).
+    fn walk(
+        c: i64,
+        here: i64,
+        before: &[(i64, i64)],
+        after: &[(i64, i64)],
+    ) -> Vec<(i64, i64, i64, bool)> {
+        let mut rows = vec![(c, c, here, false), (c, c, here, true)];
+        rows.extend(before.iter().map(|&(k, ms)| (c, k, ms, false)));
+        rows.extend(after.iter().map(|&(k, ms)| (c, k, ms, true)));
+        rows
+    }
+
+    #[test]
+    fn short_walks_settle_only_when_the_nearest_millisecond_ended() {
+        // Distinct times both ways: settled.
+        let rows = walk(1, 100, &[(2, 90), (3, 80)], &[(4, 110), (5, 120)]);
+        assert!(unsettled_of(&rows, 3).is_empty());
+        // Fewer rows than the walk: the tenant ended, settled.
+        let rows = walk(1, 100, &[(2, 90)], &[]);
+        assert!(unsettled_of(&rows, 3).is_empty());
+        // The two earlier rows share a millisecond: a third may too.
+        let rows = walk(1, 100, &[(2, 90), (3, 90)], &[(4, 110), (5, 120)]);
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+        // Later: another item at the candidate's own millisecond, then one: the nearest
+        // later millisecond may hold more.
+        let rows = walk(1, 100, &[(2, 90), (3, 80)], &[(4, 100), (5, 120)]);
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+        // The candidate's own row was not reached (several items at one time).
+        let rows = vec![(1, 2, 100, false), (1, 3, 100, false), (1, 4, 100, false)];
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+    }
 }

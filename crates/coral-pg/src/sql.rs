@@ -136,20 +136,20 @@ pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, array_agg(p.key ORD
      FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
      WHERE p.tenant = $1 AND p.term = ANY($2) GROUP BY p.term";
 
-/// The items created just before and after each candidate `$2` (by key): up to 8 each way
+/// The items created just before and after each candidate `$2` (by key): up to `$4` each way
 /// from the candidate's own time (itself and its millisecond included; the caller keeps the
 /// nearest strictly earlier and later millisecond), each saying whether the project filter
 /// `$3` lets it through. Walks `coral_items_created`.
 pub(crate) const NEIGHBOURS: &str = "SELECT c.key, n.key, n.item_id, n.created, \
      ($3::text IS NULL OR n.project IS NULL OR n.project = $3), false \
      FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
-     WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT 8) n \
+     WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT $4) n \
      WHERE c.tenant = $1 AND c.key = ANY($2) \
      UNION ALL \
      SELECT c.key, n.key, n.item_id, n.created, \
      ($3::text IS NULL OR n.project IS NULL OR n.project = $3), true \
      FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
-     WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT 8) n \
+     WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT $4) n \
      WHERE c.tenant = $1 AND c.key = ANY($2)";
 
 /// The newest `$4` items created in `[$2, $3]` that the project filter `$5` lets through
