@@ -61,23 +61,31 @@ pub(crate) const ITEMS_BY_ID: &str = "SELECT i.item_id, i.tier, i.project, i.con
      JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
      WHERE i.tenant = $1 AND i.item_id = ANY($2)";
 
-/// Items by key, with counters.
+/// Items by key, with counters. Each key is looked up on its own (`LATERAL … LIMIT 1`, which
+/// the planner cannot flatten into a join): with the tenant's row count underestimated (a
+/// tenant that grew since the table was last analysed), `key = ANY($2)` was planned as a scan
+/// of the whole tenant filtered by key, O(tenant) per search.
 pub(crate) const ITEMS_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, i.content, i.created, i.importance, \
-     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM coral_items i \
-     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
-     WHERE i.tenant = $1 AND i.key = ANY($2)";
+     i.token_count, i.extra, h.access_count, h.last_access, i.key FROM unnest($2::int8[]) AS k(key) \
+     CROSS JOIN LATERAL (SELECT item_id, tier, project, content, created, importance, token_count, \
+     extra, key FROM coral_items WHERE tenant = $1 AND key = k.key LIMIT 1) i \
+     CROSS JOIN LATERAL (SELECT access_count, last_access FROM coral_heat \
+     WHERE tenant = $1 AND key = k.key LIMIT 1) h";
 
 /// Items by key with what ranking needs (times, counters, importance, project, id), without
 /// their content and other keys (empty here; [`CONTENT_BY_KEY`] fetches them for the hits):
 /// the columns of [`ITEMS_BY_KEY`], so one parser reads both.
 pub(crate) const SCORING_BY_KEY: &str = "SELECT i.item_id, i.tier, i.project, ''::text, i.created, i.importance, \
-     i.token_count, '{}'::jsonb, h.access_count, h.last_access, i.key FROM coral_items i \
-     JOIN coral_heat h ON h.tenant = i.tenant AND h.key = i.key \
-     WHERE i.tenant = $1 AND i.key = ANY($2)";
+     i.token_count, '{}'::jsonb, h.access_count, h.last_access, i.key FROM unnest($2::int8[]) AS k(key) \
+     CROSS JOIN LATERAL (SELECT item_id, tier, project, created, importance, token_count, key \
+     FROM coral_items WHERE tenant = $1 AND key = k.key LIMIT 1) i \
+     CROSS JOIN LATERAL (SELECT access_count, last_access FROM coral_heat \
+     WHERE tenant = $1 AND key = k.key LIMIT 1) h";
 
 /// The content and other keys of items by key (a search's hits).
-pub(crate) const CONTENT_BY_KEY: &str =
-    "SELECT key, content, extra FROM coral_items WHERE tenant = $1 AND key = ANY($2)";
+pub(crate) const CONTENT_BY_KEY: &str = "SELECT i.key, i.content, i.extra FROM unnest($2::int8[]) AS k(key) \
+     CROSS JOIN LATERAL (SELECT key, content, extra FROM coral_items \
+     WHERE tenant = $1 AND key = k.key LIMIT 1) i";
 
 /// A search's hits counted by key: one more access each, the later access time.
 pub(crate) const TOUCH_KEYS: &str = "UPDATE coral_heat SET access_count = access_count + 1, \
@@ -142,15 +150,17 @@ pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, array_agg(p.key ORD
 /// `$3` lets it through. Walks `coral_items_created`.
 pub(crate) const NEIGHBOURS: &str = "SELECT c.key, n.key, n.item_id, n.created, \
      ($3::text IS NULL OR n.project IS NULL OR n.project = $3), false \
-     FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
+     FROM unnest($2::int8[]) AS k(key) CROSS JOIN LATERAL (SELECT key, created FROM coral_items \
+     WHERE tenant = $1 AND key = k.key LIMIT 1) c \
+     CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
      WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT $4) n \
-     WHERE c.tenant = $1 AND c.key = ANY($2) \
      UNION ALL \
      SELECT c.key, n.key, n.item_id, n.created, \
      ($3::text IS NULL OR n.project IS NULL OR n.project = $3), true \
-     FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
-     WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT $4) n \
-     WHERE c.tenant = $1 AND c.key = ANY($2)";
+     FROM unnest($2::int8[]) AS k(key) CROSS JOIN LATERAL (SELECT key, created FROM coral_items \
+     WHERE tenant = $1 AND key = k.key LIMIT 1) c \
+     CROSS JOIN LATERAL (SELECT key, item_id, created, project FROM coral_items x \
+     WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT $4) n";
 
 /// The newest `$4` items created in `[$2, $3]` that the project filter `$5` lets through
 /// (the caller checks the window's exact bounds).
@@ -317,9 +327,10 @@ pub(crate) fn dots_by_id(dim: usize) -> String {
 /// expression of [`nearest`], so the same value.
 pub(crate) fn dots_by_key(dim: usize) -> String {
     format!(
-        "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
-         WHERE tenant = $1 AND dim = {dim} AND key = ANY($3) \
-         AND ($4::text IS NULL OR embedder = $4)"
+        "SELECT v.key, -((v.embedding::vector({dim})) <#> ($2::vector({dim}))) \
+         FROM unnest($3::int8[]) AS k(key) CROSS JOIN LATERAL (SELECT key, embedding FROM coral_vectors \
+         WHERE tenant = $1 AND key = k.key AND dim = {dim} AND ($4::text IS NULL OR embedder = $4) \
+         LIMIT 1) v"
     )
 }
 
