@@ -228,3 +228,35 @@ fn bm25_scores_equal_the_local_index() {
         assert_eq!(found.bm25_spread.count(), texts.len() as u64);
     }
 }
+
+/// The schema reaches the build's version, and version 2 turned the token-set index's
+/// pending list off (every insert's near-duplicate query read that list whole).
+#[test]
+fn the_schema_is_current_and_the_token_index_has_no_pending_list() {
+    let Some(store) = common::store("schema") else {
+        return;
+    };
+    assert_eq!(store.schema_version().unwrap(), coral_pg::SCHEMA_VERSION);
+    assert!(coral_pg::SCHEMA_VERSION >= 2);
+    let url = common::url().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options: String = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .query_one(
+                "SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class \
+                 WHERE relname = 'coral_items_token_set'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(options.contains("fastupdate=off"), "{options:?}");
+}
