@@ -20,7 +20,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 pub(crate) const SCHEMA_LOCK: i64 = 0x636f_7261_6c5f_7363;
 
 /// Migrations by version: migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Version 1: memories (items, heat, vectors, postings, document statistics, projects) and
 /// threads (threads, steps).
@@ -137,6 +137,16 @@ CREATE TABLE coral_steps (
 const V2: &str = r#"
 ALTER INDEX coral_items_token_set SET (fastupdate = off);
 SELECT gin_clean_pending_list('coral_items_token_set'::regclass);
+"#;
+
+/// Version 3: the postings' primary key carries the term frequency and the document length,
+/// so that a search reads a term's postings from the index alone (an index-only scan, once
+/// vacuum has marked the pages visible) instead of one heap page per posting: a term in
+/// 18,743 of 100,000 memories read 11,274 heap pages, 337 ms of a loaded machine's time
+/// (docs/postgres.md, "Cost").
+const V3: &str = r#"
+ALTER TABLE coral_postings DROP CONSTRAINT coral_postings_pkey;
+ALTER TABLE coral_postings ADD CONSTRAINT coral_postings_pkey PRIMARY KEY (tenant, term, key) INCLUDE (tf, len);
 "#;
 
 /// Brings the database to [`SCHEMA_VERSION`]; returns the version found before.

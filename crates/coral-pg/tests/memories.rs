@@ -229,15 +229,16 @@ fn bm25_scores_equal_the_local_index() {
     }
 }
 
-/// The schema reaches the build's version, and version 2 turned the token-set index's
-/// pending list off (every insert's near-duplicate query read that list whole).
+/// The schema reaches the build's version: version 2 turned the token-set index's pending
+/// list off (every insert's near-duplicate query read that list whole), version 3 made the
+/// postings' key cover what BM25 reads.
 #[test]
-fn the_schema_is_current_and_the_token_index_has_no_pending_list() {
+fn the_schema_is_current_with_the_indexes_searches_need() {
     let Some(store) = common::store("schema") else {
         return;
     };
     assert_eq!(store.schema_version().unwrap(), coral_pg::SCHEMA_VERSION);
-    assert!(coral_pg::SCHEMA_VERSION >= 2);
+    const { assert!(coral_pg::SCHEMA_VERSION >= 3) };
     let url = common::url().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -259,4 +260,20 @@ fn the_schema_is_current_and_the_token_index_has_no_pending_list() {
             .get(0)
     });
     assert!(options.contains("fastupdate=off"), "{options:?}");
+    // Version 3: the postings' key carries what BM25 reads, for index-only scans.
+    let key: String = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .query_one(
+                "SELECT pg_get_indexdef('coral_postings_pkey'::regclass)",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(key.contains("INCLUDE (tf, len)"), "{key}");
 }
