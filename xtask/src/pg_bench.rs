@@ -16,7 +16,9 @@
 //! `scripts/pg-test-server.sh` in `target/coral-bench/pg-server` (stopped and removed at the
 //! end). Options: `--items N` (100,000), `--writers W` (4), `--queries Q` (300), `--smoke`,
 //! `--tenant T` and `--dir D` (reuse an earlier run's tenant and data directory when they hold
-//! N memories: the load is skipped and only the searches run), `--skip-local`.
+//! N memories: the load is skipped and only the searches run), `--skip-local`, `--near`
+//! (near duplicates merge at the default `memory.sim_threshold_hot` 0.7; without it only
+//! exact repeats merge, as `search-1m` loads).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,6 +44,7 @@ struct Options {
     tenant: Option<String>,
     dir: Option<PathBuf>,
     skip_local: bool,
+    near: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -52,6 +55,7 @@ fn parse(args: &[String]) -> Result<Options> {
         tenant: None,
         dir: None,
         skip_local: false,
+        near: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -63,6 +67,10 @@ fn parse(args: &[String]) -> Result<Options> {
             }
             "--skip-local" => {
                 o.skip_local = true;
+                continue;
+            }
+            "--near" => {
+                o.near = true;
                 continue;
             }
             _ => {}
@@ -84,7 +92,7 @@ fn parse(args: &[String]) -> Result<Options> {
             "--dir" => o.dir = Some(value.into()),
             other => bail!(
                 "unknown option {other:?} (--items N, --writers W, --queries Q, --smoke, \
-                 --tenant T, --dir D, --skip-local)"
+                 --tenant T, --dir D, --skip-local, --near)"
             ),
         }
     }
@@ -130,7 +138,7 @@ fn queries(corpus: &[Memory], n: usize) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-fn config(dir: &Path, items: usize) -> Config {
+fn config(dir: &Path, items: usize, near: bool) -> Config {
     let mut c = Config {
         base_dir: dir.to_path_buf(),
         ..Config::default()
@@ -144,6 +152,12 @@ fn config(dir: &Path, items: usize) -> Config {
     c.memory.capacity_threshold = room;
     c.memory.max_cold_entries = room;
     c.memory.hot_ttl_hours = 1e7;
+    // Exact repeats merge, near duplicates do not (as `search-1m` loads): the local pool's
+    // near-duplicate check slowed its load to 56/s by 7,500 memories of this corpus, whose
+    // every text holds "note" (docs/postgres.md, "Cost"). `--near` keeps the default 0.7.
+    if !near {
+        c.memory.sim_threshold_hot = 1.0;
+    }
     // Hash vectors vote, so that both rankings run on both backends.
     c.retrieval.hybrid.hash_vector = 1.0;
     c
@@ -438,7 +452,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         format!("pg-bench-{}-{nanos}", o.items)
     });
     let pg_dir = tempfile::tempdir()?;
-    let mut c = config(pg_dir.path(), o.items);
+    let mut c = config(pg_dir.path(), o.items, o.near);
     c.storage.backend = "postgres".into();
     c.storage.postgres_url = server.url.clone();
     c.storage.postgres_tenant = tenant.clone();
@@ -462,7 +476,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                 tmp.path().to_path_buf()
             }
         };
-        let c = config(&dir, o.items);
+        let c = config(&dir, o.items, o.near);
         let local = Coral::open_with(c.clone(), embedder())?;
         let run = run_backend("local", &local, &corpus, &queries, o.writers, Some(c))?;
         local.close()?;
@@ -497,6 +511,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         "writers": o.writers,
         "queries": o.queries,
         "dim": DIM,
+        "near_duplicates_merge": o.near,
         "tenant": tenant,
         "postgres": figures(&pg_run),
         "local": local_run.as_ref().map(figures),

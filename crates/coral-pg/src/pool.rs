@@ -103,12 +103,24 @@ impl Pool {
         &self,
         begin: &str,
         what: &'static str,
+        body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.transaction_within(begin, what, 2 * self.options.statement_timeout, body)
+    }
+
+    /// [`Pool::transaction_from`] under a deadline of `limit` (a migration's: rebuilding an
+    /// index of a large table takes longer than a call may).
+    pub(crate) fn transaction_within<T>(
+        &self,
+        begin: &str,
+        what: &'static str,
+        limit: Duration,
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.try_transaction(begin, what, &mut body) {
+            match self.try_transaction(begin, what, limit, &mut body) {
                 Err(e) if e.retryable() && attempt < ATTEMPTS => {
                     // A short, growing pause lets the transaction that won go first.
                     thread::sleep(Duration::from_millis(2 << attempt));
@@ -122,16 +134,17 @@ impl Pool {
         &self,
         begin: &str,
         what: &'static str,
+        limit: Duration,
         body: &mut impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut lease = self.acquire()?;
-        let deadline = Instant::now() + 2 * self.options.statement_timeout;
+        let deadline = Instant::now() + limit;
         let mut tx = Tx {
             conn: lease.conn.as_mut().ok_or_else(|| lost(what))?,
             deadline,
             what,
             broken: false,
-            limit: 2 * self.options.statement_timeout,
+            limit,
             committed: false,
             begin: None,
         };

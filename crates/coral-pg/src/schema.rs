@@ -19,6 +19,9 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 /// in ASCII, then "schema").
 pub(crate) const SCHEMA_LOCK: i64 = 0x636f_7261_6c5f_7363;
 
+/// The longest a migration may take.
+const MIGRATION_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Migrations by version: migration `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
@@ -165,7 +168,10 @@ pub(crate) fn migrate(pool: &Pool) -> Result<i32> {
             }
         })
     })?;
-    let found = pool.transaction("migrate", |tx| {
+    // Without the statement timeout, under a deadline of its own: version 3 rebuilds the
+    // postings' key, which takes longer than a call may at a million postings.
+    let begin = "BEGIN; SET LOCAL statement_timeout = 0";
+    let found = pool.transaction_within(begin, "migrate", MIGRATION_LIMIT, |tx| {
         tx.query("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
         let found: i32 = tx
             .query_one(
