@@ -505,6 +505,8 @@ fn raw_keyword_scores(
                 (key, tf, len, ok)
             })
             .collect();
+        // Key order, as the local index walks its postings (the arrays come in none).
+        lists[i].sort_unstable_by_key(|p| p.0);
     }
     let n = n_docs as f64;
     let avg_len = total_len as f64 / n;

@@ -130,17 +130,17 @@ pub(crate) const COUNT_IN_PROJECT: &str =
     "SELECT count(*) FROM coral_items WHERE tenant = $1 AND (project IS NULL OR project = $2)";
 
 /// The postings of the query's terms: every document, for the document frequencies. One row
-/// per term with its postings as arrays in key order (a common term has tens of thousands at
-/// 100,000 memories: one row each cost more to send and read than the scan).
-pub(crate) const POSTINGS: &str = "SELECT term, array_agg(key ORDER BY key), array_agg(tf ORDER BY key), \
-     array_agg(len ORDER BY key), NULL::bool[] \
+/// per term with its postings as arrays, in no order (the caller sorts by key: an `ORDER BY`
+/// in each aggregate sorted each array again in the server, 22 ms of 60 for a term in 18,743
+/// of 100,000 memories); a common term has tens of thousands, and one row each cost more to
+/// send and read than the scan.
+pub(crate) const POSTINGS: &str = "SELECT term, array_agg(key), array_agg(tf), array_agg(len), NULL::bool[] \
      FROM coral_postings WHERE tenant = $1 AND term = ANY($2) GROUP BY term";
 
 /// The postings of the query's terms as [`POSTINGS`] gives them, with whether a project
 /// filter lets each through.
-pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, array_agg(p.key ORDER BY p.key), \
-     array_agg(p.tf ORDER BY p.key), array_agg(p.len ORDER BY p.key), \
-     array_agg(i.project IS NULL OR i.project = $3 ORDER BY p.key) \
+pub(crate) const POSTINGS_IN_PROJECT: &str = "SELECT p.term, array_agg(p.key), array_agg(p.tf), \
+     array_agg(p.len), array_agg(i.project IS NULL OR i.project = $3) \
      FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
      WHERE p.tenant = $1 AND p.term = ANY($2) GROUP BY p.term";
 
