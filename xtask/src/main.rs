@@ -13,6 +13,10 @@
 //! - `search-1m`: one search's latency at a million memories, the pool built once into a
 //!   directory and reopened each run -> `target/coral-bench/search-1m.json` (`--dir`,
 //!   `--items`, `--queries`).
+//! - `pg-bench`: the PostgreSQL backend beside the local one at 100,000 memories (inserts/s
+//!   with 4 writers, search p50 / p90 / p99 counted and uncounted, recall@10 against the local
+//!   exact search) -> `target/coral-bench/pg-bench.json` (`--items`, `--writers`,
+//!   `--queries`, `--smoke`; `CORAL_POSTGRES_URL` or a server started for the run).
 //! - `sparse-walk`: density of hash vectors on the stress corpus's generator and the cost of
 //!   the exact sparse top-k at 1M against a full scan, written to
 //!   `target/coral-bench/sparse-walk.json` (`--items`, `--dim`, `--queries`).
@@ -43,6 +47,7 @@ mod eval;
 mod fuzz;
 mod hook_bench;
 mod packages;
+mod pg_bench;
 mod scenarios;
 mod search_1m;
 mod servers;
@@ -73,6 +78,7 @@ fn main() -> Result<()> {
         "stress-1m" => stress_1m::run(&root(), &args[1..]),
         "sparse-walk" => sparse_walk::run(&root(), &args[1..]),
         "search-1m" => search_1m::run(&root(), &args[1..]),
+        "pg-bench" => pg_bench::run(&root(), &args[1..]),
         "stress-threads" => stress_threads::run(&root(), &args[1..]),
         "bench" => {
             let mut a = vec!["bench", "-p", "coral-benches"];
@@ -111,6 +117,7 @@ fn print_help() {
          stress-20k   20,000-item stress run -> target/coral-bench/stress-20k.json\n  \
          stress-1m    1,000,000 items with the vector index -> target/coral-bench/stress-1m.json\n  \
          search-1m    one search's latency at 1M (pool kept in a directory) -> target/coral-bench/search-1m.json\n  \
+         pg-bench     postgres beside local at 100k: inserts/s, search p50/p90/p99, recall@10 -> target/coral-bench/pg-bench.json\n  \
          sparse-walk  hash-vector density and the sparse exact top-k at 1M -> target/coral-bench/sparse-walk.json\n  \
          stress-threads  threads in one process and across 3 processes -> target/coral-bench/stress-threads.json\n  \
          bench-servers  MCP round trip and HTTP throughput -> target/coral-bench/servers.json\n  \

@@ -261,7 +261,11 @@ fn there_and_back_gives_the_same_export() {
     std::fs::write(&cold_out, no_cold.to_string()).unwrap();
     {
         let c = Coral::open(&cold_out).unwrap();
-        let cold: Vec<&Value> = lines.iter().filter(|m| m["tier"] == "cold").take(5).collect();
+        let cold: Vec<&Value> = lines
+            .iter()
+            .filter(|m| m["tier"] == "cold")
+            .take(5)
+            .collect();
         assert!(!cold.is_empty());
         for m in cold {
             let hits = c
@@ -271,7 +275,9 @@ fn there_and_back_gives_the_same_export() {
             assert!(
                 hits.iter().all(|h| h.tier != coral::Tier::Cold),
                 "a cold memory found: {:?}",
-                hits.iter().map(|h| (&h.item.item_id, h.tier)).collect::<Vec<_>>()
+                hits.iter()
+                    .map(|h| (&h.item.item_id, h.tier))
+                    .collect::<Vec<_>>()
             );
         }
     }

@@ -43,5 +43,5 @@ pub use import::{ExportPage, Exported};
 pub use memory::{InsertOutcome, NewMemory, Stored, TierCounts};
 pub use options::{PgOptions, URL_ENV};
 pub use schema::SCHEMA_VERSION;
-pub use search::{Candidates, ColdFilter, Hit, SPREAD_SAMPLES, SearchQuery};
+pub use search::{Candidates, ColdFilter, Finished, Hit, SPREAD_SAMPLES, SearchQuery};
 pub use store::{MAX_TENANT_BYTES, PgStore};

@@ -103,12 +103,24 @@ impl Pool {
         &self,
         begin: &str,
         what: &'static str,
+        body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.transaction_within(begin, what, 2 * self.options.statement_timeout, body)
+    }
+
+    /// [`Pool::transaction_from`] under a deadline of `limit` (a migration's: rebuilding an
+    /// index of a large table takes longer than a call may).
+    pub(crate) fn transaction_within<T>(
+        &self,
+        begin: &str,
+        what: &'static str,
+        limit: Duration,
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.try_transaction(begin, what, &mut body) {
+            match self.try_transaction(begin, what, limit, &mut body) {
                 Err(e) if e.retryable() && attempt < ATTEMPTS => {
                     // A short, growing pause lets the transaction that won go first.
                     thread::sleep(Duration::from_millis(2 << attempt));
@@ -122,22 +134,33 @@ impl Pool {
         &self,
         begin: &str,
         what: &'static str,
+        limit: Duration,
         body: &mut impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut lease = self.acquire()?;
-        let deadline = Instant::now() + 2 * self.options.statement_timeout;
+        let deadline = Instant::now() + limit;
         let mut tx = Tx {
             conn: lease.conn.as_mut().ok_or_else(|| lost(what))?,
             deadline,
             what,
             broken: false,
-            limit: 2 * self.options.statement_timeout,
+            limit,
+            committed: false,
+            begin: None,
         };
-        let result = tx.simple(begin).and_then(|()| body(&mut tx));
+        // The start goes out with the body's first statements (`Tx::query_all`): one round
+        // trip less.
+        tx.begin = Some(begin.to_string());
+        let result = body(&mut tx);
         let result = match result {
+            // The body may have committed already, pipelined with one more statement
+            // (`Tx::commit_then`).
+            Ok(value) if tx.committed => Ok(value),
             Ok(value) => tx.commit().map(|()| value),
             Err(e) => {
-                if !tx.broken {
+                // A start never sent opened nothing to roll back.
+                let opened = tx.begin.take().is_none();
+                if !tx.broken && opened {
                     // A failed statement already aborted the transaction; a rollback that
                     // fails too means the connection is gone, and the server rolls back.
                     if tx.simple("ROLLBACK").is_err() {
@@ -166,6 +189,8 @@ impl Pool {
             what,
             broken: false,
             limit,
+            committed: false,
+            begin: None,
         };
         let result = body(&mut tx);
         lease.broken = tx.broken;
@@ -261,6 +286,8 @@ impl Pool {
             what: "connection settings",
             broken: false,
             limit,
+            committed: false,
+            begin: None,
         };
         tx.simple(&settings)
             .map_err(|e| unreachable(format!("the session settings failed: {e}")))?;
@@ -328,6 +355,11 @@ pub(crate) struct Tx<'c> {
     /// Set when the connection can no longer be trusted (a deadline passed mid-statement).
     broken: bool,
     limit: Duration,
+    /// Set by [`Tx::commit_then`]: the transaction is over, the pool does not commit it.
+    committed: bool,
+    /// The transaction's start (`BEGIN` and its settings), not sent yet: it goes out in front
+    /// of the first statements (pipelined by [`Tx::query_all`], else on its own).
+    begin: Option<String>,
 }
 
 /// A statement's parameters.
@@ -336,6 +368,9 @@ pub(crate) type Params<'p> = [&'p (dyn ToSql + Sync)];
 impl Tx<'_> {
     /// The rows of prepared statement `sql` (prepared once per connection).
     pub(crate) fn query(&mut self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        if self.begin.is_some() {
+            return Ok(self.query_all(&[(sql, params)])?.pop().unwrap_or_default());
+        }
         let statement = self.prepare(sql)?;
         let client = &self.conn.client;
         let done = wait(client.query(&statement, params), self.deadline);
@@ -358,6 +393,7 @@ impl Tx<'_> {
 
     /// The number of rows `sql` changed.
     pub(crate) fn execute(&mut self, sql: &str, params: &Params<'_>) -> Result<u64> {
+        self.send_begin()?;
         let statement = self.prepare(sql)?;
         let client = &self.conn.client;
         let done = wait(client.execute(&statement, params), self.deadline);
@@ -374,7 +410,13 @@ impl Tx<'_> {
         for (sql, _) in statements {
             prepared.push(self.prepare(sql)?);
         }
+        let begin = self.begin.take();
         let client = &self.conn.client;
+        // The transaction's start first, when it is still to go: it and every statement go
+        // out before any answer is awaited (each statement runs after the one before it, so
+        // the statements are inside the transaction).
+        let mut started = begin.as_deref().map(|b| Box::pin(client.batch_execute(b)));
+        let mut start_result = None;
         let mut pending: Vec<_> = prepared
             .iter()
             .zip(statements)
@@ -386,6 +428,15 @@ impl Tx<'_> {
         // awaited.
         let all = std::future::poll_fn(|cx| {
             let mut ready = true;
+            if let Some(f) = &mut started {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(r) => {
+                        start_result = Some(r);
+                        started = None;
+                    }
+                    Poll::Pending => ready = false,
+                }
+            }
             for (slot, out) in pending.iter_mut().zip(done.iter_mut()) {
                 if let Some(f) = slot {
                     match f.as_mut().poll(cx) {
@@ -404,7 +455,14 @@ impl Tx<'_> {
             }
         });
         let finished = wait(all, self.deadline);
-        drop(pending);
+        drop((pending, started));
+        if begin.is_some() {
+            let r = match finished {
+                Some(()) => start_result,
+                None => None,
+            };
+            self.finish(r, false)?;
+        }
         let mut rows = Vec::with_capacity(statements.len());
         for out in done {
             let r = match (finished, out) {
@@ -418,15 +476,75 @@ impl Tx<'_> {
 
     /// Runs `sql` (one or more statements without parameters) with the simple protocol.
     pub(crate) fn simple(&mut self, sql: &str) -> Result<()> {
+        self.send_begin()?;
         let client = &self.conn.client;
         let done = wait(client.batch_execute(sql), self.deadline);
         self.finish(done, false)
     }
 
+    /// Commits, and runs `sql` after the commit on its own (autocommitted, `READ COMMITTED`)
+    /// in the same round trip. The outer result is the commit's (an error when its outcome is
+    /// unknown, as [`Pool::transaction`]'s); the inner one the statement's, which cannot undo
+    /// the commit. The pool does not commit again.
+    pub(crate) fn commit_then(&mut self, sql: &str, params: &Params<'_>) -> Result<Result<u64>> {
+        self.send_begin()?;
+        let statement = self.prepare(sql)?;
+        let client = &self.conn.client;
+        let mut commit = Some(Box::pin(client.batch_execute("COMMIT")));
+        let mut after = Some(Box::pin(client.execute(&statement, params)));
+        let (mut committed, mut executed) = (None, None);
+        // Both polled on each round: the COMMIT goes out first, the statement right behind it.
+        let both = std::future::poll_fn(|cx| {
+            if let Some(f) = &mut commit
+                && let Poll::Ready(r) = f.as_mut().poll(cx)
+            {
+                committed = Some(r);
+                commit = None;
+            }
+            if let Some(f) = &mut after
+                && let Poll::Ready(r) = f.as_mut().poll(cx)
+            {
+                executed = Some(r);
+                after = None;
+            }
+            if commit.is_none() && after.is_none() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        let finished = wait(both, self.deadline);
+        drop((commit, after));
+        self.committed = true;
+        let (committed, executed) = match finished {
+            Some(()) => (committed, executed),
+            None => (None, None),
+        };
+        self.finish(committed, true)?;
+        Ok(self.finish(executed, false))
+    }
+
     fn commit(&mut self) -> Result<()> {
+        if self.begin.is_some() {
+            // Nothing was sent: there is nothing to commit.
+            self.begin = None;
+            return Ok(());
+        }
         let client = &self.conn.client;
         let done = wait(client.batch_execute("COMMIT"), self.deadline);
         self.finish(done, true)
+    }
+
+    /// Sends the transaction's start on its own when it is still to go.
+    fn send_begin(&mut self) -> Result<()> {
+        match self.begin.take() {
+            Some(begin) => {
+                let client = &self.conn.client;
+                let done = wait(client.batch_execute(&begin), self.deadline);
+                self.finish(done, false)
+            }
+            None => Ok(()),
+        }
     }
 
     fn prepare(&mut self, sql: &str) -> Result<Statement> {

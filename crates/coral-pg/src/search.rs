@@ -107,6 +107,8 @@ pub struct Candidates {
     /// The items created in the query's window that the filter lets through, newest first:
     /// the `depth` newest that are not in either ranking, and those that are.
     pub window: Vec<u32>,
+    /// Each candidate's row key.
+    pub(crate) keys: Vec<i64>,
 }
 
 /// One search result.
@@ -126,6 +128,42 @@ pub struct Hit {
     pub vector_z: f64,
 }
 
+/// What a search's caller picked from its candidates ([`search_then`]), finished in the
+/// search's own snapshot.
+#[derive(Debug)]
+pub struct Finished {
+    /// The candidates; the picked ones' items have their content and other keys, the others'
+    /// only what ranking reads (times, counters, importance, project, id: the content is
+    /// empty).
+    pub candidates: Candidates,
+    /// The candidate numbers picked, in the caller's order.
+    pub picked: Vec<u32>,
+    /// The dot product with the query's vector of each picked candidate that was not in the
+    /// vector ranking and has a vector of the query's embedder.
+    pub dots: HashMap<u32, f64>,
+    /// When the picks were to be counted: how many were (one more access, the later access
+    /// time), committed before the search returns, or why they were not.
+    pub touched: Option<Result<u64>>,
+}
+
+/// Checks the query and opens a search's snapshot.
+fn begin(dim: usize, query: &SearchQuery<'_>) -> Result<String> {
+    if let Some(v) = query.vector
+        && v.len() != dim
+    {
+        return Err(Error::InvalidInput(format!(
+            "the query vector has {} dimensions; this store holds {dim}: embed the query with the \
+             store's embedder",
+            v.len()
+        )));
+    }
+    let ef = query.ef_search.clamp(query.depth.max(1), 1_000);
+    Ok(format!(
+        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
+         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
+    ))
+}
+
 /// Both rankings' candidates in one read-only snapshot, in three round trips: the
 /// transaction's start with its settings, the statements of both rankings pipelined, and the
 /// candidates' items (then the commit).
@@ -134,6 +172,106 @@ pub(crate) fn candidates(
     tenant: &str,
     dim: usize,
     query: &SearchQuery<'_>,
+) -> Result<Candidates> {
+    let begin = begin(dim, query)?;
+    pool.transaction_from(&begin, "search", |tx| gather(tx, tenant, dim, query, true))
+}
+
+/// A search finished in its own snapshot: the candidates with only what ranking reads, then
+/// `pick` (the caller's fusion and ranking) names the hits, whose content and missing dot
+/// products come in one more round trip; when `touch_at` is given, the hits are counted by a
+/// statement sent with the commit (docs/postgres.md, "Search": it commits before this returns,
+/// so an acknowledged counted search's touches are committed).
+pub(crate) fn search_then(
+    pool: &Pool,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+    touch_at: Option<f64>,
+    mut pick: impl FnMut(&Candidates) -> Vec<u32>,
+) -> Result<Finished> {
+    if let Some(at) = touch_at
+        && !at.is_finite()
+    {
+        return Err(Error::InvalidInput(format!(
+            "the access time {at} is not finite"
+        )));
+    }
+    let begin = begin(dim, query)?;
+    let dots_sql = sql::dots_by_key(dim);
+    let vector = query.vector.map(|v| Vector::from(v.to_vec()));
+    pool.transaction_from(&begin, "search", |tx| {
+        let mut found = gather(tx, tenant, dim, query, false)?;
+        let picked: Vec<u32> = pick(&found)
+            .into_iter()
+            .filter(|&n| (n as usize) < found.items.len())
+            .collect();
+        let keys: Vec<i64> = picked.iter().map(|&n| found.keys[n as usize]).collect();
+        let in_vector: std::collections::HashSet<u32> = found.vector.iter().map(|v| v.0).collect();
+        let missing: Vec<i64> = picked
+            .iter()
+            .filter(|n| !in_vector.contains(n))
+            .map(|&n| found.keys[n as usize])
+            .collect();
+        let content_params: [&(dyn ToSql + Sync); 2] = [&tenant, &keys];
+        let dots_params: [&(dyn ToSql + Sync); 4] = [&tenant, &vector, &missing, &query.embedder];
+        let mut statements: Vec<(&str, &Params<'_>)> = Vec::new();
+        if !keys.is_empty() {
+            statements.push((sql::CONTENT_BY_KEY, &content_params));
+        }
+        if vector.is_some() && !missing.is_empty() {
+            statements.push((&dots_sql, &dots_params));
+        }
+        let mut results = tx.query_all(&statements)?.into_iter();
+        let number: HashMap<i64, u32> = picked
+            .iter()
+            .map(|&n| (found.keys[n as usize], n))
+            .collect();
+        if !keys.is_empty() {
+            for row in results.next().unwrap_or_default() {
+                let Some(&n) = number.get(&row.get::<_, i64>(0)) else {
+                    continue;
+                };
+                let item = &mut found.items[n as usize].item;
+                item.content = row.get(1);
+                item.extra = match row.get::<_, serde_json::Value>(2) {
+                    serde_json::Value::Object(map) => map,
+                    _ => serde_json::Map::new(),
+                };
+            }
+        }
+        let mut dots = HashMap::new();
+        if vector.is_some() && !missing.is_empty() {
+            for row in results.next().unwrap_or_default() {
+                if let Some(&n) = number.get(&row.get::<_, i64>(0)) {
+                    dots.insert(n, row.get::<_, f64>(1));
+                }
+            }
+        }
+        let touched = match touch_at {
+            Some(at) if !keys.is_empty() => {
+                Some(tx.commit_then(sql::TOUCH_KEYS, &[&tenant, &keys, &at])?)
+            }
+            _ => None,
+        };
+        Ok(Finished {
+            candidates: found,
+            picked,
+            dots,
+            touched,
+        })
+    })
+}
+
+/// Both rankings' candidates in the open snapshot `tx`: the statements of both rankings
+/// pipelined, neighbouring context when asked, then the candidates' items (with their content
+/// when `content`, else only what ranking reads).
+fn gather(
+    tx: &mut crate::pool::Tx<'_>,
+    tenant: &str,
+    dim: usize,
+    query: &SearchQuery<'_>,
+    content: bool,
 ) -> Result<Candidates> {
     if let Some(v) = query.vector
         && v.len() != dim
@@ -173,11 +311,7 @@ pub(crate) fn candidates(
     );
     let cold_limit = cold.unwrap_or(0);
     let limit = ef as i64;
-    let begin = format!(
-        "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; \
-         SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {ef}"
-    );
-    pool.transaction_from(&begin, "search", |tx| {
+    {
         let by_tenant: [&(dyn ToSql + Sync); 1] = [&tenant];
         let postings_all: [&(dyn ToSql + Sync); 2] = [&tenant, &names];
         let project = query.project.unwrap_or_default();
@@ -290,7 +424,12 @@ pub(crate) fn candidates(
                 }
             }
         }
-        let rows = tx.query(sql::ITEMS_BY_KEY, &[&tenant, &numbers.keys])?;
+        let items_sql = if content {
+            sql::ITEMS_BY_KEY
+        } else {
+            sql::SCORING_BY_KEY
+        };
+        let rows = tx.query(items_sql, &[&tenant, &numbers.keys])?;
         let mut by_key: HashMap<i64, Stored> = HashMap::with_capacity(rows.len());
         for row in &rows {
             let (key, item) = stored(row)?;
@@ -321,8 +460,9 @@ pub(crate) fn candidates(
             vector_spread,
             bm25_own,
             window,
+            keys: numbers.keys,
         })
-    })
+    }
 }
 
 /// The best `k` of a search by fused relevance, best first (ties: the smaller candidate
@@ -334,21 +474,25 @@ pub(crate) fn search(
     query: &SearchQuery<'_>,
     k: usize,
 ) -> Result<Vec<Hit>> {
-    let found = candidates(pool, tenant, dim, query)?;
-    let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
-    let fused = fuse_hybrid(
-        &found.bm25,
-        &found.bm25_spread,
-        &coverage,
-        &found.vector,
-        &found.vector_spread,
-        &query.params,
-        query.depth,
-    );
+    let mut fused = Vec::new();
+    let done = search_then(pool, tenant, dim, query, None, |found| {
+        let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
+        fused = fuse_hybrid(
+            &found.bm25,
+            &found.bm25_spread,
+            &coverage,
+            &found.vector,
+            &found.vector_spread,
+            &query.params,
+            query.depth,
+        );
+        fused.truncate(k);
+        fused.iter().map(|r| r.id).collect()
+    })?;
+    let found = &done.candidates;
     let vector: HashMap<u32, f64> = found.vector.iter().copied().collect();
     Ok(fused
         .into_iter()
-        .take(k)
         .map(|r| Hit {
             item: found.items[r.id as usize].clone(),
             relevance: r.relevance,
@@ -418,9 +562,24 @@ fn raw_keyword_scores(
         let Some(&i) = position.get(term.as_str()) else {
             continue;
         };
-        let tf = u32::try_from(row.get::<_, i32>(2)).unwrap_or(0);
-        let len = u32::try_from(row.get::<_, i32>(3)).unwrap_or(0);
-        lists[i].push((row.get(1), tf, len, row.get(4)));
+        let keys: Vec<i64> = row.get(1);
+        let tfs: Vec<i32> = row.get(2);
+        let lens: Vec<i32> = row.get(3);
+        let allowed: Option<Vec<bool>> = row.get(4);
+        lists[i] = keys
+            .iter()
+            .enumerate()
+            .map(|(j, &key)| {
+                let tf = u32::try_from(tfs.get(j).copied().unwrap_or(0)).unwrap_or(0);
+                let len = u32::try_from(lens.get(j).copied().unwrap_or(0)).unwrap_or(0);
+                let ok = allowed
+                    .as_ref()
+                    .is_none_or(|a| a.get(j).copied().unwrap_or(false));
+                (key, tf, len, ok)
+            })
+            .collect();
+        // Key order, as the local index walks its postings (the arrays come in none).
+        lists[i].sort_unstable_by_key(|p| p.0);
     }
     let n = n_docs as f64;
     let avg_len = total_len as f64 / n;
@@ -475,6 +634,65 @@ struct Near {
     later: bool,
 }
 
+/// Rows of the first walk each way from a candidate: itself and one neighbour, and one more to
+/// see that the neighbour's millisecond ended.
+const SHORT_WALK: i64 = 3;
+
+/// Rows of the full walk each way (docs/postgres.md, "Next steps": more items than this in
+/// one millisecond around a match are a known difference from the local index).
+const FULL_WALK: i64 = 8;
+
+/// The candidates (keys, first column) whose `NEIGHBOURS` rows with walks of `walk` rows do
+/// not settle both neighbours: a walk that filled its limit and whose last row is not past the
+/// nearest other millisecond, or no row of the candidate itself.
+fn unsettled(rows: &[Row], walk: usize) -> Vec<i64> {
+    let walked: Vec<(i64, i64, i64, bool)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), time_key(r.get::<_, f64>(3)), r.get(5)))
+        .collect();
+    unsettled_of(&walked, walk)
+}
+
+/// [`unsettled`] over (candidate, key, millisecond, later) rows.
+fn unsettled_of(rows: &[(i64, i64, i64, bool)], walk: usize) -> Vec<i64> {
+    // Per candidate: own millisecond, and per direction the rows' milliseconds.
+    let mut seen: HashMap<i64, (Option<i64>, [Vec<i64>; 2])> = HashMap::new();
+    for &(c, key, ms, later) in rows {
+        let e = seen.entry(c).or_default();
+        if c == key {
+            e.0 = Some(ms);
+        }
+        e.1[usize::from(later)].push(ms);
+    }
+    let mut out: Vec<i64> = seen
+        .into_iter()
+        .filter(|(_, (own, walks))| {
+            let Some(here) = *own else {
+                return true;
+            };
+            walks.iter().enumerate().any(|(later, ms)| {
+                if ms.len() < walk {
+                    return false;
+                }
+                // Distances beyond the candidate's millisecond, in the walk's direction.
+                let beyond: Vec<i64> = ms
+                    .iter()
+                    .map(|&m| if later == 1 { m - here } else { here - m })
+                    .filter(|&d| d > 0)
+                    .collect();
+                let (Some(&nearest), Some(&last)) = (beyond.iter().min(), beyond.iter().max())
+                else {
+                    return true;
+                };
+                last <= nearest
+            })
+        })
+        .map(|(c, _)| c)
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 /// The millisecond of a creation time, as the local keyword index orders items.
 fn time_key(t: f64) -> i64 {
     (t * 1000.0).round() as i64
@@ -505,13 +723,21 @@ fn neighbour_context(
         best.truncate(limit);
     }
     let keys: Vec<i64> = best.iter().map(|&(i, _)| positive[i as usize].0).collect();
-    let rows = match query.cold.limit() {
-        None => tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project])?,
-        Some(n) => tx.query(
-            &sql_tiers::neighbours_filtered(),
-            &[&tenant, &keys, &query.project, &n],
-        )?,
+    // A short walk first; the candidates it cannot settle (its last row still in the nearest
+    // millisecond, or the candidate's own row not reached: several items at one time) walk
+    // again as far as before. Same answer, a third of the rows when times rarely tie.
+    let cold = query.cold.limit();
+    let filtered = sql_tiers::neighbours_filtered();
+    let walk = |tx: &mut crate::pool::Tx<'_>, keys: &[i64], n: i64| match cold {
+        None => tx.query(sql::NEIGHBOURS, &[&tenant, &keys, &query.project, &n]),
+        Some(c) => tx.query(&filtered, &[&tenant, &keys, &query.project, &c, &n]),
     };
+    let mut rows = walk(tx, &keys, SHORT_WALK)?;
+    let again = unsettled(&rows, SHORT_WALK as usize);
+    if !again.is_empty() {
+        rows.retain(|r| !again.contains(&r.get::<_, i64>(0)));
+        rows.extend(walk(tx, &again, FULL_WALK)?);
+    }
     // Per candidate key: its own time and the rows around it.
     let mut around: HashMap<i64, Vec<Near>> = HashMap::new();
     let mut own_time: HashMap<i64, i64> = HashMap::new();
@@ -632,4 +858,42 @@ fn vector_ranking(
         .map(|(key, s)| (numbers.number(key), s))
         .collect();
     (ranked, spread)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A walk of 3 rows each way: (candidate, key, millisecond, later).
+    fn walk(
+        c: i64,
+        here: i64,
+        before: &[(i64, i64)],
+        after: &[(i64, i64)],
+    ) -> Vec<(i64, i64, i64, bool)> {
+        let mut rows = vec![(c, c, here, false), (c, c, here, true)];
+        rows.extend(before.iter().map(|&(k, ms)| (c, k, ms, false)));
+        rows.extend(after.iter().map(|&(k, ms)| (c, k, ms, true)));
+        rows
+    }
+
+    #[test]
+    fn short_walks_settle_only_when_the_nearest_millisecond_ended() {
+        // Distinct times both ways: settled.
+        let rows = walk(1, 100, &[(2, 90), (3, 80)], &[(4, 110), (5, 120)]);
+        assert!(unsettled_of(&rows, 3).is_empty());
+        // Fewer rows than the walk: the tenant ended, settled.
+        let rows = walk(1, 100, &[(2, 90)], &[]);
+        assert!(unsettled_of(&rows, 3).is_empty());
+        // The two earlier rows share a millisecond: a third may too.
+        let rows = walk(1, 100, &[(2, 90), (3, 90)], &[(4, 110), (5, 120)]);
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+        // Later: another item at the candidate's own millisecond, then one: the nearest
+        // later millisecond may hold more.
+        let rows = walk(1, 100, &[(2, 90), (3, 80)], &[(4, 100), (5, 120)]);
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+        // The candidate's own row was not reached (several items at one time).
+        let rows = vec![(1, 2, 100, false), (1, 3, 100, false), (1, 4, 100, false)];
+        assert_eq!(unsettled_of(&rows, 3), vec![1]);
+    }
 }

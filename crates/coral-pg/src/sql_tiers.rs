@@ -83,10 +83,10 @@ fn cold_pass(alias: &str, n: usize) -> String {
 /// `sql::POSTINGS_IN_PROJECT` under the cold filter `$4` (the project filter `$3` may be null).
 pub(crate) fn postings_filtered() -> String {
     format!(
-        "SELECT p.term, p.key, p.tf, p.len, \
-         ($3::text IS NULL OR i.project IS NULL OR i.project = $3) AND {} \
+        "SELECT p.term, array_agg(p.key), array_agg(p.tf), array_agg(p.len), \
+         array_agg(($3::text IS NULL OR i.project IS NULL OR i.project = $3) AND {}) \
          FROM coral_postings p JOIN coral_items i ON i.tenant = p.tenant AND i.key = p.key \
-         WHERE p.tenant = $1 AND p.term = ANY($2)",
+         WHERE p.tenant = $1 AND p.term = ANY($2) GROUP BY p.term",
         cold_pass("i.", 4)
     )
 }
@@ -127,15 +127,17 @@ pub(crate) fn neighbours_filtered() -> String {
     format!(
         "SELECT c.key, n.key, n.item_id, n.created, \
          ($3::text IS NULL OR n.project IS NULL OR n.project = $3) AND {pass}, false \
-         FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project, tier FROM coral_items x \
-         WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT 8) n \
-         WHERE c.tenant = $1 AND c.key = ANY($2) \
+         FROM unnest($2::int8[]) AS k(key) CROSS JOIN LATERAL (SELECT key, created \
+         FROM coral_items WHERE tenant = $1 AND key = k.key LIMIT 1) c \
+         CROSS JOIN LATERAL (SELECT key, item_id, created, project, tier FROM coral_items x \
+         WHERE x.tenant = $1 AND x.created <= c.created ORDER BY x.created DESC LIMIT $5) n \
          UNION ALL \
          SELECT c.key, n.key, n.item_id, n.created, \
          ($3::text IS NULL OR n.project IS NULL OR n.project = $3) AND {pass}, true \
-         FROM coral_items c CROSS JOIN LATERAL (SELECT key, item_id, created, project, tier FROM coral_items x \
-         WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT 8) n \
-         WHERE c.tenant = $1 AND c.key = ANY($2)"
+         FROM unnest($2::int8[]) AS k(key) CROSS JOIN LATERAL (SELECT key, created \
+         FROM coral_items WHERE tenant = $1 AND key = k.key LIMIT 1) c \
+         CROSS JOIN LATERAL (SELECT key, item_id, created, project, tier FROM coral_items x \
+         WHERE x.tenant = $1 AND x.created >= c.created ORDER BY x.created LIMIT $5) n"
     )
 }
 

@@ -10,7 +10,7 @@ use crate::memory::{self, InsertOutcome, NewMemory, Stored, TierCounts};
 use crate::options::PgOptions;
 use crate::pool::Pool;
 use crate::schema;
-use crate::search::{self, Candidates, Hit, SearchQuery};
+use crate::search::{self, Candidates, Finished, Hit, SearchQuery};
 use crate::threads;
 
 /// Longest tenant name, in bytes.
@@ -23,6 +23,8 @@ pub struct PgStore {
     pool: Pool,
     tenant: String,
     dim: usize,
+    /// Which tokens are common in the tenant, as this store has seen them.
+    rarity: memory::Rarity,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -77,6 +79,7 @@ impl PgStore {
             pool,
             tenant: tenant.to_string(),
             dim,
+            rarity: memory::Rarity::default(),
         })
     }
 
@@ -114,7 +117,14 @@ impl PgStore {
     /// `threshold` similar by token-set Jaccard (`memory.sim_threshold_hot`); exact across
     /// processes (docs/postgres.md, "Duplicates").
     pub fn insert(&self, new: &NewMemory<'_>, threshold: f64) -> Result<InsertOutcome> {
-        memory::insert(&self.pool, &self.tenant, self.dim, new, threshold)
+        memory::insert(
+            &self.pool,
+            &self.tenant,
+            self.dim,
+            new,
+            threshold,
+            &self.rarity,
+        )
     }
 
     /// Copies memories in as they are, without merging (a present id is left alone), in one
@@ -203,6 +213,20 @@ impl PgStore {
     /// Both rankings' candidates of a search, for a caller that fuses and scores itself.
     pub fn candidates(&self, query: &SearchQuery<'_>) -> Result<Candidates> {
         search::candidates(&self.pool, &self.tenant, self.dim, query)
+    }
+
+    /// A search finished in its own snapshot: `pick` gets the candidates (items with what
+    /// ranking reads; the content empty) and names the hits, which come back with their
+    /// content and, when they were not vector candidates, their dot products; with
+    /// `touch_at` they are counted (one more access, the later access time) by a statement
+    /// sent with the commit, committed before this returns (docs/postgres.md, "Search").
+    pub fn search_then(
+        &self,
+        query: &SearchQuery<'_>,
+        touch_at: Option<f64>,
+        pick: impl FnMut(&Candidates) -> Vec<u32>,
+    ) -> Result<Finished> {
+        search::search_then(&self.pool, &self.tenant, self.dim, query, touch_at, pick)
     }
 
     /// The best `k` memories by fused relevance (`coral_score::fuse_hybrid`), best first.

@@ -230,3 +230,52 @@ fn bm25_scores_equal_the_local_index() {
         assert_eq!(found.bm25_spread.count(), texts.len() as u64);
     }
 }
+
+/// The schema reaches the build's version: version 3 turned the token-set index's pending
+/// list off (every insert's near-duplicate query read that list whole), version 4 made the
+/// postings' key cover what BM25 reads.
+#[test]
+fn the_schema_is_current_with_the_indexes_searches_need() {
+    let Some(store) = common::store("schema") else {
+        return;
+    };
+    assert_eq!(store.schema_version().unwrap(), coral_pg::SCHEMA_VERSION);
+    const { assert!(coral_pg::SCHEMA_VERSION >= 4) };
+    let url = common::url().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options: String = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .query_one(
+                "SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class \
+                 WHERE relname = 'coral_items_token_set'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(options.contains("fastupdate=off"), "{options:?}");
+    // Version 3: the postings' key carries what BM25 reads, for index-only scans.
+    let key: String = runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .query_one(
+                "SELECT pg_get_indexdef('coral_postings_pkey'::regclass)",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(key.contains("INCLUDE (tf, len)"), "{key}");
+}

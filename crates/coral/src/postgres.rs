@@ -10,8 +10,8 @@ use std::time::Duration;
 use coral_embed::{Embedder, item_id, text_features, token_count};
 use std::io::Write as _;
 
-use coral_pg::{ColdFilter, NewMemory, PgOptions, PgStore, SearchQuery};
-use coral_score::{bitmap_jaccard, fuse_hybrid, time_decay};
+use coral_pg::{Candidates, ColdFilter, NewMemory, PgOptions, PgStore, SearchQuery};
+use coral_score::{HybridParams, Scored, bitmap_jaccard, fuse_hybrid, time_decay};
 use coral_store::{Item, Tier, tiebreak_key};
 use coral_thread::{Status as ThreadStatus, StatusReport, ThreadView};
 
@@ -188,7 +188,18 @@ impl PgBackend {
         let depth = RRF_DEPTH.max(asked.k);
         let vector = (asked.vector.len() == self.store.dim()).then_some(asked.vector.as_slice());
         let p = &asked.hybrid;
-        let found = self.store.candidates(&SearchQuery {
+        let heat = config.heat.params();
+        let priors = Priors {
+            params: p,
+            boost: asked.project.as_deref().map(|p| (p, r.project_boost)),
+            window: asked.window.as_ref(),
+            heat: &heat,
+            now: asked.now,
+            tau_days: r.tau_days,
+            min_score: asked.min_score,
+            k: asked.k,
+        };
+        let search = SearchQuery {
             vector,
             keywords,
             question: asked.question,
@@ -201,74 +212,23 @@ impl PgBackend {
             embedder: Some(self.embedder.name()),
             window: asked.window.as_ref(),
             cold: ColdFilter::of(r.include_cold, config.memory.cold_scan_lines),
-        })?;
-        let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
-        let mut fused: Vec<(u32, f64)> = fuse_hybrid(
-            &found.bm25,
-            &found.bm25_spread,
-            &coverage,
-            &found.vector,
-            &found.vector_spread,
-            p,
-            depth,
-        )
-        .into_iter()
-        .map(|f| (f.id, f.relevance))
-        .collect();
-        // A time-shaped query: what happened in its window is a candidate too, the newest
-        // `depth` of those not fused already (as the local engine adds them).
-        if !found.window.is_empty() {
-            let known: std::collections::HashSet<u32> = fused.iter().map(|f| f.0).collect();
-            let inside: Vec<u32> = found
-                .window
-                .iter()
-                .copied()
-                .filter(|n| !known.contains(n))
-                .take(depth)
-                .collect();
-            fused.extend(inside.into_iter().map(|n| (n, 0.0)));
-        }
-        let heat = config.heat.params();
-        let priors = Priors {
-            params: p,
-            boost: asked.project.as_deref().map(|p| (p, r.project_boost)),
-            window: asked.window.as_ref(),
-            heat: &heat,
-            now: asked.now,
-            tau_days: r.tau_days,
-            min_score: asked.min_score,
-            k: asked.k,
         };
-        let tiebreaks: Vec<u64> = found
-            .items
-            .iter()
-            .map(|s| tiebreak_key(&s.item.item_id))
-            .collect();
-        let row = |n: u32| {
-            let item = &found.items[n as usize].item;
-            Candidate {
-                item,
-                timestamp: item.timestamp,
-                tiebreak: tiebreaks[n as usize],
-            }
-        };
-        let ranked = rank(fused, row, &priors);
+        // Fusion and ranking run inside the search's snapshot; the hits' content, their
+        // missing cosines and (counted) their touches follow in it (docs/postgres.md,
+        // "Search").
+        let mut ranked = Vec::new();
+        let done = self
+            .store
+            .search_then(&search, count.then_some(asked.now), |found| {
+                ranked = rank_candidates(found, p, depth, &priors);
+                ranked.iter().map(|h| h.row).collect()
+            })?;
+        let found = &done.candidates;
 
         // The component scores the local engine reports: the cosine (the database's dot
         // product, fetched for hits that were not vector candidates), the bitmap Jaccard,
         // the creation recency and the BM25 score.
         let by_vector: std::collections::HashMap<u32, f64> = found.vector.iter().copied().collect();
-        let missing: Vec<&str> = ranked
-            .iter()
-            .filter(|h| !by_vector.contains_key(&h.row))
-            .map(|h| found.items[h.row as usize].item.item_id.as_str())
-            .collect();
-        let other_dots = match vector {
-            Some(v) if !missing.is_empty() => {
-                self.store.dots(&missing, v, Some(self.embedder.name()))?
-            }
-            _ => Default::default(),
-        };
         let mut hits: Vec<SearchHit> = ranked
             .iter()
             .map(|h| {
@@ -278,7 +238,7 @@ impl PgBackend {
                     None => 0.0,
                     Some(_) => by_vector
                         .get(&h.row)
-                        .or_else(|| other_dots.get(&item.item_id))
+                        .or_else(|| done.dots.get(&h.row))
                         .copied()
                         .unwrap_or(0.0),
                 };
@@ -298,11 +258,9 @@ impl PgBackend {
                 }
             })
             .collect();
-        if count && !hits.is_empty() {
-            let ids: Vec<&str> = hits.iter().map(|h| h.item.item_id.as_str()).collect();
+        if let Some(touched) = done.touched {
             // Counting the hits is bookkeeping for heat: when it fails the search still
             // answers, and says so through `unrecorded` (as the local engine does).
-            let touched = self.store.touch(&ids, asked.now);
             let mut unrecorded = self.unrecorded.lock().unwrap_or_else(|e| e.into_inner());
             match touched {
                 Ok(_) => {
@@ -659,6 +617,57 @@ impl PgBackend {
             )),
         }
     }
+}
+
+/// The database's candidates fused (`coral_score::fuse_hybrid`, plus a time window's newest
+/// not fused already, as the local engine adds them) and ranked (`rank.rs`): the hits, best
+/// first, by candidate number.
+fn rank_candidates(
+    found: &Candidates,
+    p: &HybridParams,
+    depth: usize,
+    priors: &Priors<'_>,
+) -> Vec<Scored> {
+    let coverage = |id: u32| found.coverage.get(id as usize).copied().unwrap_or(0.0);
+    let mut fused: Vec<(u32, f64)> = fuse_hybrid(
+        &found.bm25,
+        &found.bm25_spread,
+        &coverage,
+        &found.vector,
+        &found.vector_spread,
+        p,
+        depth,
+    )
+    .into_iter()
+    .map(|f| (f.id, f.relevance))
+    .collect();
+    // A time-shaped query: what happened in its window is a candidate too, the newest
+    // `depth` of those not fused already (as the local engine adds them).
+    if !found.window.is_empty() {
+        let known: std::collections::HashSet<u32> = fused.iter().map(|f| f.0).collect();
+        let inside: Vec<u32> = found
+            .window
+            .iter()
+            .copied()
+            .filter(|n| !known.contains(n))
+            .take(depth)
+            .collect();
+        fused.extend(inside.into_iter().map(|n| (n, 0.0)));
+    }
+    let tiebreaks: Vec<u64> = found
+        .items
+        .iter()
+        .map(|s| tiebreak_key(&s.item.item_id))
+        .collect();
+    let row = |n: u32| {
+        let item = &found.items[n as usize].item;
+        Candidate {
+            item,
+            timestamp: item.timestamp,
+            tiebreak: tiebreaks[n as usize],
+        }
+    };
+    rank(fused, row, priors)
 }
 
 /// A database error of a thread operation on `id`, with "no such thread" as the facade's.

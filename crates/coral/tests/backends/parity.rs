@@ -138,14 +138,21 @@ fn open_both(dirs: &[tempfile::TempDir; 2], url: &str) -> [Coral; 2] {
     [local, pg]
 }
 
-/// The corpus: 600 memories, five minutes apart in sessions of 12 (so neighbours count),
-/// sessions a day apart, a third in project alpha, a sixth in beta, a few exact repeats.
+/// The corpus: 600 memories, five minutes apart in sessions of 12 (so neighbours count; every
+/// fifth session's last four at one instant), sessions a day apart, a third in project alpha, a sixth in beta, a few exact repeats.
 fn corpus() -> Vec<(String, InsertOptions)> {
     let mut g = Lcg(0x5eed);
     let mut out = Vec::new();
     for i in 0..600u32 {
         let session = f64::from(i / 12);
-        let at = T0 + session * 86_400.0 + f64::from(i % 12) * 300.0;
+        // Every fifth session ends with four memories at one instant: ties in time, which the
+        // neighbouring context breaks by id (and which the database's short walk cannot
+        // settle, so it walks again).
+        let slot = match (i / 12) % 5 {
+            0 => (i % 12).min(8),
+            _ => i % 12,
+        };
+        let at = T0 + session * 86_400.0 + f64::from(slot) * 300.0;
         let n = 6 + (g.next() * 10.0) as usize;
         let text = if i % 97 == 96 {
             out.last()
