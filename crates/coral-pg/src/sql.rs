@@ -292,11 +292,33 @@ pub(crate) fn hnsw_index(dim: usize) -> String {
 /// not null only those of that embedder. The dimension is
 /// written into the text (not a parameter) so that the planner can match the partial index.
 pub(crate) fn nearest(dim: usize) -> String {
-    format!(
+    nearest_where(dim, "")
+}
+
+/// A tenant with fewer memories than this gets its nearest vectors by an exact scan, as the
+/// local pool below `retrieval.ann_threshold`: the HNSW graph is shared by every tenant of a
+/// dimension, and a small tenant's rows, filtered out of a walk among many others', were
+/// missed now and then (the parity test's 600 memories failed 2 runs in 6 under load). An
+/// exact scan of 5,000 vectors is a few milliseconds.
+pub(crate) const EXACT_BELOW: i64 = 5_000;
+
+/// [`nearest`] with `and` (` AND …`, or empty) added to its filter: an exact scan for a
+/// tenant below [`EXACT_BELOW`] memories (ordered by an expression the index does not cover),
+/// else the index; the size check is a one-time filter on 16 statistics rows, so only one
+/// branch runs.
+pub(crate) fn nearest_where(dim: usize, and: &str) -> String {
+    let select = format!(
         "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
          WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
-         AND ($5::text IS NULL OR embedder = $5) \
-         ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4"
+         AND ($5::text IS NULL OR embedder = $5){and}"
+    );
+    let size = "(SELECT coalesce(sum(docs), 0) FROM coral_doc_stats WHERE tenant = $1)";
+    format!(
+        "({select} AND {size} < {EXACT_BELOW} \
+         ORDER BY embedding <=> ($2::vector({dim})), key LIMIT $4) \
+         UNION ALL \
+         ({select} AND {size} >= {EXACT_BELOW} \
+         ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4)"
     )
 }
 

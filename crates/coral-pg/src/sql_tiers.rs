@@ -102,13 +102,7 @@ pub(crate) fn count_filtered() -> String {
 
 /// `sql::nearest` under the cold filter `$6`.
 pub(crate) fn nearest_filtered(dim: usize) -> String {
-    format!(
-        "SELECT key, -((embedding::vector({dim})) <#> ($2::vector({dim}))) FROM coral_vectors \
-         WHERE tenant = $1 AND dim = {dim} AND ($3::text IS NULL OR project IS NULL OR project = $3) \
-         AND ($5::text IS NULL OR embedder = $5) AND {} \
-         ORDER BY (embedding::vector({dim})) <=> ($2::vector({dim})) LIMIT $4",
-        cold_pass("", 6)
-    )
+    crate::sql::nearest_where(dim, &format!(" AND {}", cold_pass("", 6)))
 }
 
 /// `sql::sample_dots` under the cold filter `$6`.
