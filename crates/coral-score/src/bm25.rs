@@ -353,52 +353,16 @@ impl Bm25Index {
         // A dense accumulator taken from the pool: allocating and zeroing 9 MB a search at a
         // million documents cost more page faults than the walk.
         let mut dense = self.scratch.take(self.doc_bound as usize);
-        let postings: usize = query
-            .terms()
-            .iter()
-            .filter(|(_, w)| *w != 0.0 && w.is_finite())
-            .filter_map(|(t, _)| self.term_ids.get(t.as_str()))
-            .map(|&id| self.postings[id as usize].len())
-            .sum();
         let Dense {
             scores,
             stamps,
             epoch,
             touched,
-            touched_high,
         } = &mut dense;
         let epoch = *epoch;
-        if postings < PARALLEL_POSTINGS || rayon::current_num_threads() < 2 {
-            self.walk(query, n_docs, &mut parts, |doc, x| {
-                add_to(scores, stamps, epoch, touched, doc, doc, x);
-            });
-        } else {
-            // Two halves of the documents on two threads: each walks every list and adds
-            // what falls in its half, so each sum is added up in the same order as by one.
-            let mid = (self.doc_bound / 2) as u32;
-            let (scores_low, scores_high) = scores.split_at_mut(mid as usize);
-            let (stamps_low, stamps_high) = stamps.split_at_mut(mid as usize);
-            let mut parts_high = parts.clone();
-            rayon::join(
-                || {
-                    self.walk(query, n_docs, &mut parts, |doc, x| {
-                        if doc < mid {
-                            add_to(scores_low, stamps_low, epoch, touched, doc, doc, x);
-                        }
-                    })
-                },
-                || {
-                    self.walk(query, n_docs, &mut parts_high, |doc, x| {
-                        if doc >= mid {
-                            let at = doc - mid;
-                            add_to(scores_high, stamps_high, epoch, touched_high, doc, at, x);
-                        }
-                    })
-                },
-            );
-            touched.extend_from_slice(touched_high);
-            touched_high.clear();
-        }
+        self.walk(query, n_docs, &mut parts, |doc, x| {
+            add_to(scores, stamps, epoch, touched, doc, x);
+        });
         Bm25Scores {
             scratch: &self.scratch,
             sums: Sums::Dense(dense),
@@ -661,7 +625,6 @@ fn term_weight(p: &Posting, avg_len: f64, params: Bm25Params) -> f64 {
 /// on nothing else while the average length is fixed, and most postings share a few small
 /// pairs, so a search at a million documents divides once per pair instead of once per
 /// posting. The memo holds exactly what [`Bm25Params::term_part`] returns.
-#[derive(Clone)]
 struct TermParts {
     params: Bm25Params,
     avg_len: f64,
@@ -718,8 +681,8 @@ impl TermParts {
     }
 }
 
-/// Adds `x` to document `doc`'s sum, kept at `at` in `scores` and `stamps`. A sum starts at
-/// its first term (`0.0 + x` is `x`), so nothing is cleared between searches.
+/// Adds `x` to document `doc`'s sum. A sum starts at its first term (`0.0 + x` is `x`), so
+/// nothing is cleared between searches.
 #[inline]
 fn add_to(
     scores: &mut [f64],
@@ -727,10 +690,9 @@ fn add_to(
     epoch: u32,
     touched: &mut Vec<u32>,
     doc: u32,
-    at: u32,
     x: f64,
 ) {
-    let d = at as usize;
+    let d = doc as usize;
     if stamps[d] == epoch {
         scores[d] += x;
     } else {
@@ -739,11 +701,6 @@ fn add_to(
         scores[d] = x;
     }
 }
-
-/// Searches walking at least this many postings split the documents between two threads: at
-/// a million documents a common word's walk is most of a search, and below about this a
-/// thread's hand-off costs more than it saves.
-const PARALLEL_POSTINGS: usize = 65_536;
 
 /// A posting's place in the memo of term parts, `usize::MAX` when its pair is not memoised.
 #[inline]
@@ -834,8 +791,6 @@ struct Dense {
     stamps: Vec<u32>,
     epoch: u32,
     touched: Vec<u32>,
-    /// The upper half's documents hit, while two threads walk.
-    touched_high: Vec<u32>,
 }
 
 /// Accumulators kept between searches (cloning an index starts an empty pool).
@@ -996,52 +951,6 @@ mod tests {
                 index.score(&rare, params, doc).to_bits()
             );
         }
-    }
-
-    /// A walk long enough to be split between two threads sums every document as one thread
-    /// does, and lists each document once.
-    #[test]
-    fn two_threads_sum_as_one() {
-        let mut index = Bm25Index::new();
-        let docs = 40_000u32;
-        for doc in 0..docs {
-            let mut terms = vec!["common".to_string(); 1 + (doc % 3) as usize];
-            terms.push(format!("w{}", doc % 13));
-            terms.push("other".into());
-            if doc % 2 == 0 {
-                terms.push("half".into());
-            }
-            index.insert(doc, terms);
-        }
-        let mut query = Bm25Query::default();
-        query.add_term("common", 1.0);
-        query.add_term("other", 0.7);
-        query.add_term("w5", 2.0);
-        query.add_term("half", 1.3);
-        let params = Bm25Params::default();
-        let postings = 40_000 * 2 + 40_000 / 13 + 20_000;
-        assert!(
-            postings >= PARALLEL_POSTINGS,
-            "the walk must be long enough to split"
-        );
-        let two = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let listed = two.install(|| {
-            let sheet = index.score_sheet(&query, params);
-            for doc in 0..docs {
-                assert_eq!(
-                    sheet.get(doc).to_bits(),
-                    index.score(&query, params, doc).to_bits(),
-                    "document {doc}"
-                );
-            }
-            sheet.iter().map(|(d, _)| d).collect::<Vec<_>>()
-        });
-        let distinct: std::collections::BTreeSet<u32> = listed.iter().copied().collect();
-        assert_eq!(listed.len(), docs as usize);
-        assert_eq!(distinct.len(), docs as usize);
     }
 
     /// After the last epoch the stamps are cleared, so no stale sum looks current.
