@@ -9,11 +9,10 @@ use std::sync::Arc;
 use coral_embed::Embedder;
 use coral_thread::ThreadStore;
 
-use crate::config::Config;
-use crate::engine::Engine;
-use crate::error::{Error, Result};
-use crate::live_config::LiveConfig;
-use crate::postgres::PgBackend;
+use coral_config::{Config, LiveConfig};
+use coral_engine::{Engine, PgBackend};
+
+use crate::{Error, Result};
 
 /// Where a `Coral`'s memories and threads live.
 pub(crate) enum Backend {
@@ -37,7 +36,7 @@ impl Backend {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Backend::Local(_) => "local",
-            Backend::Postgres(_) => crate::postgres::NAME,
+            Backend::Postgres(_) => coral_engine::POSTGRES,
         }
     }
 
@@ -60,16 +59,16 @@ impl Backend {
     /// The configuration in force and its watcher.
     pub(crate) fn live(&self) -> &LiveConfig {
         match self {
-            Backend::Local(l) => &l.engine.config,
-            Backend::Postgres(p) => &p.config,
+            Backend::Local(l) => l.engine.live(),
+            Backend::Postgres(p) => p.live(),
         }
     }
 
     /// The same, to watch its file.
     pub(crate) fn live_mut(&mut self) -> &mut LiveConfig {
         match self {
-            Backend::Local(l) => &mut l.engine.config,
-            Backend::Postgres(p) => &mut p.config,
+            Backend::Local(l) => l.engine.live_mut(),
+            Backend::Postgres(p) => p.live_mut(),
         }
     }
 
@@ -81,16 +80,16 @@ impl Backend {
     /// The embedder every text goes through.
     pub(crate) fn embedder(&self) -> &Arc<dyn Embedder> {
         match self {
-            Backend::Local(l) => &l.engine.embedder,
-            Backend::Postgres(p) => &p.embedder,
+            Backend::Local(l) => l.engine.embedder(),
+            Backend::Postgres(p) => p.embedder(),
         }
     }
 
     /// Why `"auto"` fell back to the hash embedder.
     pub(crate) fn set_embedder_note(&mut self, note: Option<String>) {
         match self {
-            Backend::Local(l) => l.engine.embedder_note = note,
-            Backend::Postgres(p) => p.embedder_note = note,
+            Backend::Local(l) => l.engine.set_embedder_note(note),
+            Backend::Postgres(p) => p.set_embedder_note(note),
         }
     }
 

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use coral_store::{BackupFile, CheckReport, Finding, Severity, StorePaths};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
-use crate::config::{THREADS_FILE, TIMELINE_FILE};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
+use coral_config::Config;
+use coral_config::{THREADS_FILE, TIMELINE_FILE};
 
 /// The manifest's file name in a backup directory.
 pub const MANIFEST: &str = "coral_backup.json";
@@ -81,7 +81,7 @@ pub fn backup(config: &Config, dest: &Path) -> Result<Manifest> {
     let (memories, threads_n) = contents(dest, config)?;
     let manifest = Manifest {
         format: 1,
-        created_at: crate::limits::unix_now(),
+        created_at: crate::unix_now(),
         coral_version: env!("CARGO_PKG_VERSION").to_string(),
         source: std::path::absolute(&paths.dir)
             .unwrap_or(paths.dir.clone())

@@ -7,27 +7,22 @@ use std::sync::Arc;
 
 use coral_embed::Embedder;
 use coral_heat::Llm;
-use coral_store::{Item, Record};
+use coral_store::Item;
 use coral_thread::{StatusReport as ThreadStatusReport, ThreadStore, ThreadView};
 use serde_json::Value;
 
+use coral_config::{Config, ConfigFile, Loaded, Reloader};
+use coral_config::{get_in, refuse_for_tools, tool_may_change};
+use coral_engine::{
+    Engine, FuseCheck, PgBackend, ReembedReport, Report, check_importance, fuse_check,
+};
+
 use crate::backend::{Backend, Local};
-use crate::config::{Config, Loaded};
-use crate::config_ops::{ConfigChange, ConfigFile, get_in, refuse_for_tools, tool_may_change};
-use crate::engine::Engine;
-use crate::engine::guard::{Confirmed, Held, RemovalPreview};
-use crate::engine::quota::disk_usage;
-use crate::engine::reembed::ReembedReport;
-use crate::error::{Error, Result};
-use crate::limits::{check_importance, unix_now};
-use crate::list::{ListPage, ListQuery, list_page};
 use crate::models::embedder_for;
-use crate::postgres::PgBackend;
-use crate::reload::Reloader;
-use crate::report::{self, FuseCheck, Report};
 use crate::timeline_slot::TimelineSlot;
-use crate::types::{
-    DiskUsage, ImportReport, Insert, InsertOptions, Memory, SearchHit, SearchOptions, Stats,
+use crate::{
+    ConfigChange, Confirmed, DiskUsage, Error, Held, ImportReport, Insert, InsertOptions, ListPage,
+    ListQuery, Memory, RemovalPreview, Result, SearchHit, SearchOptions, Stats, unix_now,
 };
 
 /// A Coral memory: one data directory (or one tenant of a PostgreSQL database, with
@@ -84,7 +79,7 @@ impl Coral {
                 detail: problems.join("; "),
             });
         }
-        if config.storage.backend() == crate::config::StorageBackend::Postgres {
+        if config.storage.backend() == coral_config::StorageBackend::Postgres {
             // Memories and threads in the database; nothing of them in the data directory.
             let backend = PgBackend::open(config.clone(), embedder)?;
             // Standing facts worth one line: what the database does not do yet.
@@ -94,7 +89,7 @@ impl Coral {
                  served by the database yet (docs/postgres.md)"
                     .to_string(),
             ];
-            let timeline = TimelineSlot::new(&config, backend.config.redaction().clone());
+            let timeline = TimelineSlot::new(&config, backend.live().redaction().clone());
             return Ok(Coral {
                 backend: Backend::Postgres(Box::new(backend)),
                 timeline,
@@ -105,7 +100,7 @@ impl Coral {
         let (engine, mut notices) = Engine::open(config.clone(), embedder)?;
         // The thread store and the timeline follow `privacy.redact_secrets` through the
         // engine's switch, so a config edit reaches them too.
-        let redaction = engine.config.redaction().clone();
+        let redaction = engine.live().redaction().clone();
         let threads = ThreadStore::open_with(
             config.threads_path(),
             coral_thread::StoreOptions {
@@ -128,15 +123,6 @@ impl Coral {
             notices,
             config_path: None,
         })
-    }
-
-    /// The local engine, for the engine's own tests.
-    #[cfg(test)]
-    pub(crate) fn engine(&self) -> &Engine {
-        match &self.backend {
-            Backend::Local(l) => &l.engine,
-            Backend::Postgres(_) => panic!("a test asked for the local engine of a postgres Coral"),
-        }
     }
 
     /// Things worth telling the user once (fallback embedder, repairs, skipped lines).
@@ -170,10 +156,7 @@ impl Coral {
         let Backend::Local(l) = &self.backend else {
             return Ok(());
         };
-        let mut engine = l.engine.lock();
-        engine.door.checkpoint()?;
-        engine.door.view().sync()?;
-        drop(engine);
+        l.engine.flush()?;
         Ok(l.threads.flush()?)
     }
 
@@ -248,11 +231,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.get(id),
         };
-        let engine = l.engine.lock();
-        Ok(engine.door.view().get(id).map(|(item, tier)| Memory {
-            item: item.clone(),
-            tier,
-        }))
+        Ok(l.engine.get(id))
     }
 
     /// An archived (evicted or distilled) memory by id.
@@ -261,7 +240,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.get_archived(id),
         };
-        Ok(l.engine.lock().door.view().archived(id)?)
+        l.engine.get_archived(id)
     }
 
     /// Delete a memory. Returns false when no memory has that id.
@@ -270,12 +249,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.delete(id),
         };
-        let mut engine = l.engine.lock();
-        if engine.door.view().get(id).is_none() {
-            return Ok(false);
-        }
-        engine.door.commit(vec![Record::Delete { id: id.into() }])?;
-        Ok(true)
+        l.engine.delete(id)
     }
 
     /// Set a memory's importance (0..1).
@@ -285,20 +259,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.mark_important(id, importance),
         };
-        let mut engine = l.engine.lock();
-        if engine.door.view().get(id).is_none() {
-            return Err(Error::NotFound(id.into()));
-        }
-        engine.door.commit(vec![Record::Importance {
-            id: id.into(),
-            importance,
-        }])?;
-        engine
-            .door
-            .view()
-            .get(id)
-            .map(|(i, _)| i.clone())
-            .ok_or_else(|| Error::NotFound(id.into()))
+        l.engine.mark_important(id, importance)
     }
 
     /// One page of the stored memories, filtered and ordered ([`ListQuery`]). Nothing is
@@ -308,8 +269,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.list(query),
         };
-        let engine = l.engine.lock();
-        list_page(engine.door.view().pool(), query)
+        l.engine.list(query)
     }
 
     /// Every memory, oldest first (ties by id). Fails only when the backend cannot be read.
@@ -318,21 +278,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.export(),
         };
-        let engine = l.engine.lock();
-        let pool = engine.door.view().pool();
-        let mut out: Vec<Memory> = (0..pool.len() as u32)
-            .map(|row| Memory {
-                item: pool.item(row).clone(),
-                tier: pool.tier(row),
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            a.item
-                .timestamp
-                .total_cmp(&b.item.timestamp)
-                .then_with(|| a.item.item_id.cmp(&b.item.item_id))
-        });
-        Ok(out)
+        Ok(l.engine.export())
     }
 
     /// Copy the memories of a Python Coral data directory into this one, preserving ids,
@@ -373,13 +319,10 @@ impl Coral {
     /// decides when searches use it).
     pub fn prepare_vector_index(
         &self,
-        mut progress: impl FnMut(usize, usize),
+        progress: impl FnMut(usize, usize),
     ) -> Result<crate::VectorIndexReport> {
         let l = self.backend.local("preparing the vector index")?;
-        let mut engine = l.engine.lock();
-        Ok(engine
-            .door
-            .prepare_vectors(l.engine.embedder.name(), &mut progress))
+        Ok(l.engine.prepare_vector_index(progress))
     }
 
     // Governance.
@@ -433,8 +376,7 @@ impl Coral {
             Backend::Local(l) => l,
             Backend::Postgres(p) => return p.disk_usage(),
         };
-        let engine = l.engine.lock();
-        disk_usage(engine.door.view(), &self.config())
+        l.engine.disk_usage()
     }
 
     /// Why nothing this process does is recorded, if so: the store is read-only, or the last
@@ -457,29 +399,14 @@ impl Coral {
         let l = self.backend.local("coral report")?;
         let stats = self.stats();
         let disk_usage = self.disk_usage();
-        let config = self.config();
-        let mut engine = l.engine.lock();
-        let engine = &mut *engine;
-        let mut removed = engine.guard.removals(engine.door.view());
-        removed.drain(..removed.len().saturating_sub(20));
-        let held_change = engine.guard.held().cloned();
-        let store = engine.door.view();
-        Ok(Report {
-            stats,
-            disk_usage,
-            day_histogram: report::day_histogram(store.pool(), now),
-            eviction_preview: report::eviction_preview(store.pool(), &config, now),
-            paths: report::paths(store.paths(), self.config_path(), &config.threads_path()),
-            held_change,
-            removed,
-        })
+        Ok(l.engine.report(stats, disk_usage, self.config_path(), now))
     }
 
     /// Whether these texts together exceed `memory.token_fuse_threshold` tokens.
     pub fn fuse_check<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> FuseCheck {
         let threshold = self.config().memory.token_fuse_threshold;
         let tokens = texts.into_iter().map(coral_embed::token_count).sum();
-        report::fuse_check(tokens, threshold)
+        fuse_check(tokens, threshold)
     }
 
     // Configuration.
@@ -507,7 +434,7 @@ impl Coral {
 
     /// The configuration in force (or one dotted key or section of it), API key masked.
     pub fn config_get(&self, path: Option<&str>) -> Result<Value> {
-        get_in(&self.config(), path)
+        Ok(get_in(&self.config(), path)?)
     }
 
     /// [`ConfigFile::set`] on this Coral's file, then in force at once; returns
@@ -539,7 +466,7 @@ impl Coral {
     ) -> Result<ConfigChange> {
         let key = key_path.trim();
         if !tool_may_change(key) {
-            return Err(refuse_for_tools(key));
+            return Err(refuse_for_tools(key).into());
         }
         let file = self.config_file()?;
         let planned = file.preview_set(key, value.clone())?;

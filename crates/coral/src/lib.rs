@@ -20,52 +20,46 @@
 
 mod backend;
 mod backup;
-mod config;
-mod config_ops;
+mod config_change;
 mod coral;
-mod engine;
-mod error;
-mod governance;
-mod limits;
-mod list;
-mod live_config;
 mod migrate;
 mod models;
-mod pg_govern;
-mod postgres;
-mod prepare;
-mod rank;
-mod reload;
-mod report;
 mod set_paths;
 mod threads;
 pub mod timeline;
 mod timeline_slot;
-mod types;
 
 pub use backup::{MANIFEST, Manifest, Restored, backup, check, read_manifest, restore};
-pub use config::THREADS_FILE;
-pub use config::{
-    ANN_THRESHOLD, CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig,
-    HeatConfig, HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
-    ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
-    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageBackend,
-    StorageConfig, SyncMode, ThreadsConfig, TimelineConfig, llm_settings,
-};
-pub use config_ops::{
-    ConfigChange, ConfigFile, Edit, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,
-    tool_may_change,
-};
+pub use config_change::ConfigChange;
 pub use coral::Coral;
 pub use coral_base::secrets::{marker as redaction_marker, redact};
 pub use coral_base::{ECHO_CHARS, bound_message, echo, echo_json, kind_name};
 pub use coral_base::{
     is_hidden_control, is_line_break, json_for_model, one_line, preview, push_quoted,
 };
+pub use coral_config::{
+    ANN_THRESHOLD, CaptureTarget, Config, EmbedderChoice, EmbedderKind, EmbeddingConfig,
+    HeatConfig, HeatWeightsConfig, HooksConfig, HybridConfig, LlmConfig, Loaded, MemoryConfig,
+    ParallelismConfig, PathsConfig, PinConfig, PolicyConfig, PrivacyConfig, RETRIEVAL_MODES,
+    ReloadConfig, RetrievalConfig, RetrievalMode, RetrievalWeights, RrfWeights, StorageBackend,
+    StorageConfig, SyncMode, THREADS_FILE, ThreadsConfig, TimelineConfig, llm_settings,
+};
+pub use coral_config::{
+    ConfigFile, Edit, Error as ConfigError, OPERATOR_ONLY, PROTECTED, TOOL_SETTABLE, TUNABLE,
+    tool_may_change,
+};
 pub use coral_embed::{
     Embedder, HashEmbedder, MODELS, ModelKind, ModelSpec, ONNX_SUPPORT, USE_MODEL, USE_WHEEL,
     UseEmbedder, UseWheel, hub_cache_from_env, hub_id, hub_repo_dir, install_from_wheel, item_id,
     model_spec, tokenize,
+};
+pub use coral_engine::{
+    Confirmed, DayCount, DiskUsage, Error, EvictionCandidate, FuseCheck, GOVERNANCE_FILE,
+    GovernanceStats, Held, ImportReport, Insert, InsertOptions, InsertOutcome, ListOrder, ListPage,
+    ListQuery, MAX_LIST_LIMIT, MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, Memory,
+    OPEN_RECOMPUTE_LIMIT, Paths, ReembedCheck, ReembedReport, Removal, RemovalLimits,
+    RemovalPreview, Report, Result, Scores, SearchHit, SearchOptions, Stats, VectorIndexReport,
+    bulk_limit, civil_date, unix_now, vector_meta_path,
 };
 pub use coral_store::{BackupFile, CheckReport, Finding, Severity};
 pub use coral_store::{Item, Tier};
@@ -74,25 +68,10 @@ pub use coral_thread::{
     StatusReport as ThreadStatusReport, StepView, StoreOptions as ThreadStoreOptions,
     SyncPolicy as ThreadSyncPolicy, ThreadEntry, ThreadStore, ThreadView, looks_completed,
 };
-pub use engine::guard::{
-    Confirmed, GOVERNANCE_FILE, Held, Removal, RemovalLimits, RemovalPreview, bulk_limit,
-};
-pub use engine::reembed::{ReembedCheck, ReembedReport};
-pub use engine::vector_index::VectorIndexReport;
-pub use engine::vectors::{OPEN_RECOMPUTE_LIMIT, vector_meta_path};
-pub use error::{Error, Result};
-pub use governance::GovernanceStats;
-pub use limits::{MAX_TEXT_BYTES, MAX_TOP_K, MAX_UNIX_TIME, unix_now};
-pub use list::{ListOrder, ListPage, ListQuery, MAX_LIST_LIMIT};
 pub use migrate::{
     Copied, CountCheck, LeftBehind, MigrateOptions, MigrateReport, Progress, SearchCheck,
     Verification, migrate_to_dir, migrate_to_postgres,
 };
 pub use models::{ModelStatus, embedder_for, model_search, model_statuses, runtime_search};
-pub use report::{DayCount, EvictionCandidate, FuseCheck, Paths, Report, civil_date};
 pub use set_paths::{PathsUpdate, set_paths};
 pub use threads::open_threads;
-pub use types::{
-    DiskUsage, ImportReport, Insert, InsertOptions, InsertOutcome, Memory, Scores, SearchHit,
-    SearchOptions, Stats,
-};

@@ -22,12 +22,12 @@ use coral_thread::{StatusReport, ThreadView};
 use serde::Serialize;
 
 use crate::backend::Backend;
-use crate::config::{Config, RetrievalMode};
 use crate::coral::Coral;
-use crate::error::{Error, Result};
-use crate::limits::unix_now;
 use crate::models::embedder_for;
-use crate::types::{Memory, SearchOptions};
+use crate::unix_now;
+use crate::{Error, Result};
+use crate::{Memory, SearchOptions};
+use coral_config::{Config, RetrievalMode};
 
 /// A memory of the pool with its vector (`None`: to compute).
 type Row = (Memory, Option<Vec<f32>>);

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use coral_embed::{Embedder, HashEmbedder, ModelKind, ModelSearch, RuntimeSearch};
 
-use crate::config::{Config, EmbedderChoice};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
+use coral_config::{Config, EmbedderChoice};
 
 /// The embedder the configuration asks for, and a notice when `"auto"` did not use the
 /// configured model.

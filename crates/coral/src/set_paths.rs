@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::config::Config;
-use crate::config_ops::ConfigFile;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
+use coral_config::Config;
+use coral_config::ConfigFile;
 
 /// New locations; `None` keeps a file where it is. Relative paths are relative to the config
 /// file's directory, as in the config.

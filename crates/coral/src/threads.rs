@@ -4,8 +4,8 @@
 
 use coral_thread::ThreadStore;
 
-use crate::config::Config;
-use crate::error::Result;
+use crate::Result;
+use coral_config::Config;
 
 /// The thread store of `config` (created by the first change), journaling changes with the
 /// config's `storage.sync` policy. It needs no memory store: `coral thread ...` opens only

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use coral_embed::Embedder;
 use coral_heat::OpenAiClient;
 
-pub use crate::config::TIMELINE_FILE;
-use crate::config::{Config, llm_settings};
 use crate::coral::Coral;
-use crate::limits::unix_now;
 pub use crate::timeline_slot::READ_ONLY_RETRY;
+use crate::unix_now;
+pub use coral_config::TIMELINE_FILE;
+use coral_config::{Config, llm_settings};
 
 /// Tokens a summary answer may take (summaries are a few hundred; reasoning models think
 /// first).

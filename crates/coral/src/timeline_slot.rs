@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use coral_timeline::{Access, Durability, Options, Problem, Repair, Timeline};
 
-use crate::config::{Config, SyncMode};
-use crate::limits::unix_now;
+use crate::unix_now;
+use coral_config::{Config, SyncMode};
 
 /// How long a timeline opened read-only is used before a call tries to open it writable again.
 pub const READ_ONLY_RETRY: Duration = Duration::from_secs(5);

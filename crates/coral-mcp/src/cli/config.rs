@@ -78,7 +78,7 @@ fn apply(path: &std::path::Path, command: &ConfigCommand) -> coral::Result<Value
     Config::load(path)?;
     let file = ConfigFile::new(path);
     match command {
-        ConfigCommand::Get { path: key } => file.get(key.as_deref()),
+        ConfigCommand::Get { path: key } => Ok(file.get(key.as_deref())?),
         ConfigCommand::Set { key, value } => Ok(file.set(key, parse_value(value))?.result),
         ConfigCommand::Reset { key } => Ok(file.reset(key.as_deref())?.result),
         ConfigCommand::SetPaths {

@@ -11,11 +11,14 @@ pub(crate) struct Failure {
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
-        // A thread store's error reads as the facade's (ids echoed within bounds, bad input
-        // exits 2), as it did when the facade wrapped the store.
+        // A thread store's or the configuration's error reads as the facade's (ids echoed
+        // within bounds, bad input exits 2), as it did when the facade held both.
         let error = match e.into().downcast::<coral::ThreadError>() {
             Ok(e) => anyhow::Error::from(coral::Error::from(e)),
-            Err(e) => e,
+            Err(e) => match e.downcast::<coral::ConfigError>() {
+                Ok(e) => anyhow::Error::from(coral::Error::from(e)),
+                Err(e) => e,
+            },
         };
         let code = match error.downcast_ref::<coral::Error>() {
             Some(coral::Error::InvalidInput(_)) => 2,
