@@ -527,3 +527,8 @@ fn the_original_and_coral_advance_one_thread_at_once_and_lose_nothing() {
 fn both_serve_mcp_and_answer_the_original_tools_alike() {
     interop::mcp::compare_live_servers();
 }
+
+#[test]
+fn thread_errors_answer_ok_false_with_the_original_keys() {
+    interop::mcp::compare_thread_errors();
+}
