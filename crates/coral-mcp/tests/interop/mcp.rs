@@ -460,12 +460,16 @@ pub fn compare_thread_errors() {
     eprintln!(
         "interop thread errors summary: {} failing thread calls on both servers, each \
          answered {{ok: false, error}} by both; {} keys of the original's replies compared: {} \
-         differences, {} keys only Coral has ({})",
+         differences, {} keys only Coral has{}",
         calls.len(),
         d.compared,
         d.problems.len(),
         d.added.len(),
-        d.added.join(", ")
+        if d.added.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.added.join(", "))
+        }
     );
     for flag in &error_flags {
         eprintln!("  {flag}");
