@@ -205,6 +205,7 @@ fn fixtures() -> Result<()> {
         "coral_thread_done.json",
         "coral_default_config.json",
         "coral_mcp_transcript.json",
+        "coral_plugin.js",
     ] {
         let src = root().join("../shared/upstream-data").join(name);
         let dst = root().join("fixtures/compat").join(name);

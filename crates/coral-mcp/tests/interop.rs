@@ -4,10 +4,13 @@
 //! writes a `memory_data/` and Coral reads it, (b) Coral writes one and the original reads
 //! it, each compared on the same queries, (c) both advance one thread in one
 //! `coral_threads.json` from five processes at once, (d) both serve MCP over stdio and answer
-//! the same tool calls with the same shapes. A missing original or numpy fails the tests.
+//! the same tool calls with the same shapes, (e) one directory goes from Coral to the
+//! original and back. Each prints one `interop (x) summary:` line with its figures
+//! (docs/interop.md). A missing original or numpy fails the tests.
 
 mod interop {
     pub mod mcp;
+    pub mod round_trip;
     pub mod shape;
     pub mod support;
 }
@@ -17,12 +20,19 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::Duration;
 
-use interop::support::{Memory, Workspace, json_lines, memories, queries, shared_config};
+use interop::support::{
+    Holdings, Memory, Workspace, coral_holdings, json_lines, memories, original_holdings, queries,
+    shared_config,
+};
 use serde_json::{Value, json};
 
 /// Memories each writer stores: enough that the original's tier limits (50 hot, 200 warm)
 /// put some in every tier, and few enough that every cold item is within its 500-line scan.
 const N: usize = 480;
+
+/// A `memory.cold_scan_lines` below the cold memories of both corpora (about 220), so that
+/// the window decides which cold memories are searched.
+const NARROW_SCAN: usize = 100;
 
 /// How far two implementations' scores for one hit may differ (f32 vectors, clocks a few
 /// microseconds apart).
@@ -37,6 +47,8 @@ struct Agreement {
     identical: usize,
     max_score_diff: f64,
     differences: Vec<String>,
+    /// Each query's top 10 ids: (the original's, Coral's).
+    hits: Vec<(Vec<String>, Vec<String>)>,
 }
 
 impl Agreement {
@@ -50,8 +62,9 @@ impl Agreement {
 
     fn summary(&self) -> String {
         format!(
-            "agreement@1 {:.3}, overlap@10 {:.3}, identical top-10 {}/{}, max score difference \
-             {:.2e}",
+            "{} queries: top-1 agreement {:.3}, top-10 overlap {:.3}, identical top-10 {}/{}, \
+             max score difference {:.2e}",
+            self.queries,
             self.agreement_at_1(),
             self.overlap_at_10(),
             self.identical,
@@ -130,47 +143,54 @@ fn compare_rankings(theirs: &Workspace, ours: &Workspace, queries: &[String]) ->
                 show(&got)
             ));
         }
+        let ids = |hits: &[(&str, f64)]| hits.iter().map(|h| h.0.to_string()).collect();
+        a.hits.push((ids(&want), ids(&got)));
     }
     a
 }
 
-/// Every memory id Coral holds in `ws` (all tiers), from `coral export`.
-fn coral_ids(ws: &Workspace) -> BTreeMap<String, String> {
-    json_lines(&ws.coral_out(&["export"], ""))
-        .iter()
-        .map(|m| {
-            (
-                m["item_id"].as_str().unwrap().to_string(),
-                m["tier"].as_str().unwrap_or("?").to_string(),
-            )
-        })
-        .collect()
+/// The one line of figures a direction prints: what each side holds and how the rankings
+/// agree.
+fn summary(label: &str, sides: [(&str, &Holdings); 2], a: &Agreement) {
+    eprintln!(
+        "interop {label} summary: {} {}; {} {}; {}",
+        sides[0].0,
+        sides[0].1.describe(),
+        sides[1].0,
+        sides[1].1.describe(),
+        a.summary()
+    );
 }
 
-/// Every memory id the original holds after opening `ws`, by tier, and its vector count.
-fn original_ids(ws: &Workspace) -> (BTreeMap<String, String>, u64) {
-    let contents = ws.python_lines(&["contents"], "").remove(0);
-    let mut ids = BTreeMap::new();
-    for tier in ["hot", "warm", "cold"] {
-        for id in contents[tier].as_array().unwrap() {
-            ids.insert(id.as_str().unwrap().to_string(), tier.to_string());
-        }
-    }
-    (ids, contents["vectors"].as_u64().unwrap())
-}
-
-fn tier_counts(ids: &BTreeMap<String, String>) -> String {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for tier in ids.values() {
-        *counts.entry(tier).or_default() += 1;
-    }
-    format!("{counts:?}")
+/// Both sides hold the same memories, each in the same tier.
+fn assert_same_memories(theirs: &Holdings, ours: &Holdings, what: &str) {
+    let only_original: Vec<&String> = theirs.ids.keys().filter(|k| !ours.has(k)).collect();
+    let only_coral: Vec<&String> = ours.ids.keys().filter(|k| !theirs.has(k)).collect();
+    assert!(
+        only_original.is_empty() && only_coral.is_empty(),
+        "{what}: memories only the original sees: {only_original:?}; only Coral sees: \
+         {only_coral:?}"
+    );
+    assert_eq!(
+        theirs.vectors as usize,
+        theirs.ids.len(),
+        "{what}: the original's vectors"
+    );
+    assert_eq!(
+        ours.vectors as usize,
+        ours.ids.len(),
+        "{what}: Coral's vectors"
+    );
 }
 
 /// The original writes `N` memories in a directory with `config`, then Coral reads it: the
-/// same memories, and the same top 10s as the original's on a copy. `label` names the run in
-/// the figures.
-fn original_writes_coral_reads(config: &Value, label: &str) {
+/// same memories in the same tiers. Returns Coral's directory, the original's copy of it
+/// (searched by the original) before any search, both sides' holdings and the rankings'
+/// agreement.
+fn original_writes_coral_reads(
+    config: &Value,
+    label: &str,
+) -> (Workspace, Workspace, Holdings, Holdings, Agreement) {
     let ws = Workspace::new(config);
     let corpus = memories(0xC0_2A1A, N);
     let input: String = corpus
@@ -184,9 +204,19 @@ fn original_writes_coral_reads(config: &Value, label: &str) {
         .collect();
     let written = ws.python_lines(&["write"], &input).remove(0);
     let before = &written["before_flush"];
+    // The premise: the original's own tier rules spread the memories over its tiers.
+    assert!(
+        before["warm"].as_u64().unwrap() > 0 && before["cold"].as_u64().unwrap() > 0,
+        "{written}"
+    );
+    let theirs = ws.copy();
+    let searched = ws.copy();
+    let original = original_holdings(&theirs);
+    let ours = coral_holdings(&ws);
+    let a = compare_rankings(&searched, &ws, &queries(&corpus));
     eprintln!(
-        "interop {label}: the original stored {} of {N} ({} merged as near-duplicates): hot {}, \
-         warm {}, cold {} before its memory_flush ({} hot persisted)",
+        "interop {label}: the original stored {} of {N} ({} merged as near-duplicates; hot {}, \
+         warm {}, cold {} before its memory_flush, which persisted {} hot)",
         written["inserted"],
         written["merged"],
         before["hot"],
@@ -194,50 +224,103 @@ fn original_writes_coral_reads(config: &Value, label: &str) {
         before["cold"],
         written["hot_persisted"]
     );
-    // The premise: the original's own tier rules spread the memories over its tiers.
-    assert!(
-        before["warm"].as_u64().unwrap() > 0 && before["cold"].as_u64().unwrap() > 0,
-        "{written}"
-    );
-    let theirs = ws.copy();
-    let (original, vectors) = original_ids(&theirs);
-    let ours = coral_ids(&ws);
-    eprintln!(
-        "interop {label}: the original reads back {} memories {} with {vectors} vectors; Coral \
-         reads {} {}",
-        original.len(),
-        tier_counts(&original),
-        ours.len(),
-        tier_counts(&ours)
-    );
-    let a = compare_rankings(&theirs, &ws, &queries(&corpus));
-    eprintln!(
-        "interop {label} original writes, Coral reads, {} queries: {}",
-        a.queries,
-        a.summary()
-    );
-    let only_original: Vec<&String> = original.keys().filter(|k| !ours.contains_key(*k)).collect();
-    let only_coral: Vec<&String> = ours.keys().filter(|k| !original.contains_key(*k)).collect();
-    assert!(
-        only_original.is_empty() && only_coral.is_empty(),
-        "memories only the original sees: {only_original:?}; only Coral sees: {only_coral:?}"
+    summary(
+        label,
+        [("the original holds", &original), ("Coral reads", &ours)],
+        &a,
     );
     assert_eq!(
-        original.len() as u64,
+        original.ids.len() as u64,
         written["inserted"].as_u64().unwrap(),
         "the original reads back what it wrote"
     );
-    a.assert_identical(&format!("{label}: the original's directory read by Coral"));
+    assert_same_memories(&original, &ours, label);
+    assert_eq!(
+        original.ids, ours.ids,
+        "{label}: the same tier for each memory"
+    );
+    (ws, theirs, original, ours, a)
 }
 
 #[test]
 fn the_original_writes_and_coral_reads_the_same_memories_and_rankings() {
-    original_writes_coral_reads(&shared_config(), "(a)");
+    let (_, _, original, _, a) = original_writes_coral_reads(&shared_config(), "(a)");
+    assert!(
+        original.count("cold") <= 500,
+        "every cold memory within the original's 500-line scan"
+    );
+    a.assert_identical("(a): the original's directory read by Coral");
 }
 
+/// With more cold memories than `memory.cold_scan_lines`, the two search different cold
+/// memories of a directory the original wrote: the original the last N lines of its cold file
+/// (the order memories went cold), Coral the N newest by creation time (docs/interop.md,
+/// "Known limits"). Each side is checked against its own rule, and the agreement is measured.
 #[test]
-fn coral_writes_and_the_original_reads_the_same_memories_and_rankings() {
-    let ws = Workspace::new(&shared_config());
+fn a_narrow_cold_scan_on_the_original_directory_searches_the_newest_cold_memories() {
+    let mut config = shared_config();
+    config["memory"]["cold_scan_lines"] = json!(NARROW_SCAN);
+    let label = "(a, cold_scan_lines 100)";
+    let (ws, theirs, original, ours, a) = original_writes_coral_reads(&config, label);
+    assert!(
+        original.count("cold") > NARROW_SCAN,
+        "the premise: more cold memories"
+    );
+    // The original's window: the last lines of its cold file, as it left them.
+    let cold_file =
+        std::fs::read_to_string(theirs.path().join("memory_data/coral_cold.jsonl")).unwrap();
+    let lines: Vec<&str> = cold_file.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail: BTreeSet<String> = lines[lines.len() - NARROW_SCAN..]
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["item_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    // Coral's window: the newest cold memories by creation time.
+    let mut cold: Vec<(f64, String)> = json_lines(&ws.coral_out(&["export"], ""))
+        .iter()
+        .filter(|m| m["tier"] == "cold")
+        .map(|m| {
+            (
+                m["timestamp"].as_f64().unwrap(),
+                m["item_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    cold.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let newest: BTreeSet<String> = cold.into_iter().take(NARROW_SCAN).map(|c| c.1).collect();
+    let shared = tail.intersection(&newest).count();
+    let searchable = |holdings: &Holdings, window: &BTreeSet<String>, id: &String| {
+        holdings.ids.get(id).is_some_and(|t| t != "cold") || window.contains(id)
+    };
+    for (i, (theirs_hits, our_hits)) in a.hits.iter().enumerate() {
+        for id in theirs_hits {
+            assert!(
+                searchable(&original, &tail, id),
+                "query {i}: the original returned {id}, outside its last {NARROW_SCAN} lines"
+            );
+        }
+        for id in our_hits {
+            assert!(
+                searchable(&ours, &newest, id),
+                "query {i}: Coral returned {id}, outside its {NARROW_SCAN} newest cold memories"
+            );
+        }
+    }
+    eprintln!(
+        "interop {label} windows: the original's last {NARROW_SCAN} cold lines and Coral's \
+         {NARROW_SCAN} newest cold memories share {shared}"
+    );
+}
+
+/// Coral writes `N` memories with `config` (searching as it goes, so that access counts and
+/// last accesses differ), then the original reads a copy: every memory, one vector each, the
+/// same top 10s.
+fn coral_writes_the_original_reads(config: &Value, label: &str) -> (Holdings, Holdings) {
+    let ws = Workspace::new(config);
     let corpus = memories(0xB0_0C0A, N);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -262,45 +345,57 @@ fn coral_writes_and_the_original_reads_the_same_memories_and_rankings() {
     assert!(acks.iter().all(|a| a["ok"] == true), "refused lines");
     let stored = acks.iter().filter(|a| a["inserted"] == true).count();
     ws.coral_out(&["flush"], "");
-    let stats = ws.coral_json(&["stats"]);
-    let s = &stats["stats"];
-    eprintln!(
-        "interop (b): Coral stored {stored} of {N}: hot {}, warm {}, cold {} after `coral flush`",
-        s["hot"], s["warm"], s["cold"]
-    );
-    assert!(
-        s["warm"].as_u64().unwrap() > 0 && s["cold"].as_u64().unwrap() > 0,
-        "{stats}"
-    );
-    let ours = coral_ids(&ws);
-    let theirs = ws.copy();
-    let (original, vectors) = original_ids(&theirs);
-    let a = compare_rankings(&theirs, &ws, &search_terms);
-    let found = ours.keys().filter(|k| original.contains_key(*k)).count();
-    let mut missing_by_tier: BTreeMap<&str, usize> = BTreeMap::new();
-    for (id, tier) in &ours {
-        if !original.contains_key(id) {
-            *missing_by_tier.entry(tier.as_str()).or_default() += 1;
-        }
+    let ours = coral_holdings(&ws);
+    // The premise: Coral's tier rules put memories in every tier, the hot one included (which
+    // the original reads from the warm file).
+    for tier in ["hot", "warm", "cold"] {
+        assert!(
+            ours.count(tier) > 0,
+            "{label}: no {tier} memory: {}",
+            ours.describe()
+        );
     }
-    eprintln!(
-        "interop (b) Coral writes, the original reads: it finds {found} of Coral's {} memories \
-         {} with {vectors} vectors (missing by Coral's tier: {missing_by_tier:?}); {} queries: {}",
-        ours.len(),
-        tier_counts(&original),
-        a.queries,
-        a.summary()
+    let theirs = ws.copy();
+    let original = original_holdings(&theirs);
+    let a = compare_rankings(&theirs, &ws, &search_terms);
+    eprintln!("interop {label}: Coral stored {stored} of {N}, then `coral flush`");
+    summary(
+        label,
+        [("Coral holds", &ours), ("the original reads", &original)],
+        &a,
     );
-    let extra: Vec<&String> = original.keys().filter(|k| !ours.contains_key(*k)).collect();
+    assert_same_memories(&original, &ours, label);
+    assert_eq!(
+        original.count("warm"),
+        ours.count("hot") + ours.count("warm"),
+        "{label}: the original reads Coral's hot and warm tiers as its warm one"
+    );
+    assert_eq!(original.count("cold"), ours.count("cold"), "{label}");
+    a.assert_identical(&format!("{label}: Coral's directory read by the original"));
+    (ours, original)
+}
+
+#[test]
+fn coral_writes_and_the_original_reads_the_same_memories_and_rankings() {
+    coral_writes_the_original_reads(&shared_config(), "(b)");
+}
+
+/// Coral writes its cold file oldest first, so the original's last N lines are Coral's N
+/// newest cold memories: on a directory Coral wrote, a narrow scan searches the same ones.
+#[test]
+fn a_narrow_cold_scan_on_a_directory_coral_wrote_searches_the_same_cold_memories() {
+    let mut config = shared_config();
+    config["memory"]["cold_scan_lines"] = json!(NARROW_SCAN);
+    let (ours, _) = coral_writes_the_original_reads(&config, "(b, cold_scan_lines 100)");
     assert!(
-        found == ours.len() && extra.is_empty(),
-        "the original finds {found} of Coral's {} memories (missing by Coral's tier: \
-         {missing_by_tier:?}), and {} Coral does not have: {extra:?}",
-        ours.len(),
-        extra.len()
+        ours.count("cold") > NARROW_SCAN,
+        "the premise: more cold memories"
     );
-    assert_eq!(vectors as usize, ours.len(), "one vector per memory");
-    a.assert_identical("Coral's directory read by the original");
+}
+
+#[test]
+fn a_directory_goes_from_coral_to_the_original_and_back_whole() {
+    interop::round_trip::run();
 }
 
 /// A thread's steps as the file holds them: (step_id, text) in file order.
@@ -490,17 +585,20 @@ fn the_original_and_coral_advance_one_thread_at_once_and_lose_nothing() {
         .filter(|p| p[0].1.starts_with("coral-") != p[1].1.starts_with("coral-"))
         .count();
     eprintln!(
-        "interop (c) threads: {coral_acks} steps acknowledged by {CORAL_WRITERS} Coral \
-         processes, {python_acks} by {PYTHON_WRITERS} original processes; the file holds {} \
-         ({} missing, {} duplicated; {switches} switches between Coral's and the original's \
-         steps in file order); Coral reads {} ({} missing), the original reads {} ({} missing)",
+        "interop (c) summary: steps acknowledged by Coral {coral_acks} ({CORAL_WRITERS} \
+         processes), by the original {python_acks} ({PYTHON_WRITERS} processes); present in the \
+         file {}, read by Coral {}, read by the original {}; missing {} / {} / {}; duplicated \
+         {} / {} / {}; {switches} switches between Coral's and the original's steps in file \
+         order",
         in_file.len(),
-        missing.len(),
-        duplicated.len(),
         coral_steps.len(),
-        coral_missing.len(),
         original_steps.len(),
-        original_missing.len()
+        missing.len(),
+        coral_missing.len(),
+        original_missing.len(),
+        duplicated.len(),
+        coral_duplicated.len(),
+        original_duplicated.len()
     );
     assert_eq!(coral_acks, CORAL_WRITERS * STEPS);
     assert_eq!(python_acks, PYTHON_WRITERS * STEPS);
@@ -526,4 +624,9 @@ fn the_original_and_coral_advance_one_thread_at_once_and_lose_nothing() {
 #[test]
 fn both_serve_mcp_and_answer_the_original_tools_alike() {
     interop::mcp::compare_live_servers();
+}
+
+#[test]
+fn thread_errors_answer_ok_false_with_the_original_keys() {
+    interop::mcp::compare_thread_errors();
 }

@@ -572,6 +572,39 @@ fn sentence_transformers_uses_the_model_when_it_is_installed() {
     assert_eq!(stats["stats"]["embedder_note"], Value::Null);
 }
 
+/// An installed but broken model is an error under `"sentence-transformers"` too, where the
+/// original fell back to hash vectors (docs/embeddings.md says why): the fetched model is the
+/// test model's tokenizer with its `model.onnx` cut short, the runtime is real, and nothing
+/// is opened.
+#[test]
+fn sentence_transformers_with_a_broken_model_is_an_error_not_hash_vectors() {
+    let Some((dir, lib)) = test_model() else {
+        return;
+    };
+    let home = Home::new();
+    let mut onnx = std::fs::read(dir.join("model.onnx")).unwrap();
+    onnx.truncate(onnx.len() / 3);
+    let files = vec![
+        HubFile::new("onnx/model.onnx", onnx, true),
+        HubFile::new(
+            "tokenizer.json",
+            std::fs::read(dir.join("tokenizer.json")).unwrap(),
+            false,
+        ),
+    ];
+    let hub = FakeHub::start(MINILM, files);
+    ok(&home.fetch(&hub, MINILM));
+    home.config(json!({"embedder": "sentence-transformers", "ort_library": lib}));
+    let err = failed(&home.run(&["insert", "用户喜欢喝冰镇拿铁咖啡"]));
+    assert!(err.contains(MINILM), "names the model: {err}");
+    assert!(err.contains("model.onnx"), "names the file: {err}");
+    assert!(!err.contains("hash embedder"), "no fallback: {err}");
+    assert!(
+        !home.path().join("memory_data").exists(),
+        "nothing was opened"
+    );
+}
+
 #[test]
 fn a_hash_directory_switched_to_minilm_needs_reembed_and_says_so() {
     let Some((dir, lib)) = test_model() else {

@@ -296,6 +296,9 @@ impl<'de> Deserialize<'de> for Item {
                 let item_id = item_id.ok_or_else(|| de::Error::missing_field("item_id"))?;
                 let content = content.ok_or_else(|| de::Error::missing_field("content"))?;
                 let timestamp = timestamp.ok_or_else(|| de::Error::missing_field("timestamp"))?;
+                // A key the entry lacks takes the original's dataclass default (`MemoryItem`:
+                // `access_count = 0`, `importance = 0.0`), so heat and eviction order are the
+                // ones the original computes for the same file.
                 Ok(Item {
                     token_count: token_count
                         .unwrap_or_else(|| (content.len() as f64 / 3.8).floor() as u64),
@@ -303,8 +306,8 @@ impl<'de> Deserialize<'de> for Item {
                     content,
                     timestamp,
                     last_access: last_access.unwrap_or(timestamp),
-                    access_count: access_count.unwrap_or(1),
-                    importance: importance.unwrap_or(0.5),
+                    access_count: access_count.unwrap_or(0),
+                    importance: importance.unwrap_or(0.0),
                     project: project.filter(|p| !p.is_empty()),
                     extra,
                 })
@@ -384,6 +387,7 @@ mod tests {
         assert_eq!(item.last_access, 100.0);
         assert_eq!(item.access_count, 2);
         assert_eq!(item.token_count, 1);
+        assert_eq!(item.importance, 0.0);
         assert!(serde_json::from_str::<Item>(r#"{"content":"x","timestamp":1}"#).is_err());
         assert!(
             serde_json::from_str::<Item>(
@@ -391,6 +395,25 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// Each counter the entry leaves out takes the original's default (its `MemoryItem`
+    /// dataclass: `access_count: int = 0`, `importance: float = 0.0`), each one given is kept.
+    #[test]
+    fn missing_counters_take_the_original_defaults() {
+        let check = |keys: &str, access_count: u64, importance: f64| {
+            let line = format!(r#"{{"item_id":"a","content":"x","timestamp":1{keys}}}"#);
+            let item: Item = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                (item.access_count, item.importance),
+                (access_count, importance),
+                "{line}"
+            );
+        };
+        check("", 0, 0.0);
+        check(r#","importance":0.7"#, 0, 0.7);
+        check(r#","access_count":3"#, 3, 0.0);
+        check(r#","access_count":1,"importance":0.5"#, 1, 0.5);
     }
 
     #[test]

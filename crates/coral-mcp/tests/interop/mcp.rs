@@ -109,6 +109,20 @@ impl Server {
         }
     }
 
+    /// The MCP handshake; the server's `initialize` result.
+    fn initialize(&mut self) -> Value {
+        let init = json!({"protocolVersion": "2024-11-05", "capabilities": {},
+                          "clientInfo": {"name": "interop", "version": "1"}});
+        let reply = self.request("initialize", init);
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        reply
+    }
+
+    /// `tools/call`: the whole reply.
+    fn call(&mut self, tool: &str, arguments: &Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
     fn close(mut self) {
         drop(self.stdin);
         let status = self.child.wait().unwrap();
@@ -242,16 +256,8 @@ pub fn compare_live_servers() {
     let mut theirs = Server::original(&theirs_ws);
     let mut ours = Server::coral(&ours_ws);
     let mut d = Diff::default();
-    let init = json!({"protocolVersion": "2024-11-05", "capabilities": {},
-                      "clientInfo": {"name": "interop", "version": "1"}});
-    let (ti, oi) = (
-        theirs.request("initialize", init.clone()),
-        ours.request("initialize", init),
-    );
+    let (ti, oi) = (theirs.initialize(), ours.initialize());
     compare("initialize", &ti["result"], &oi["result"], &mut d);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    theirs.send(&initialized);
-    ours.send(&initialized);
     let listed = compare_tool_lists(
         &theirs.request("tools/list", json!({})),
         &ours.request("tools/list", json!({})),
@@ -305,11 +311,13 @@ pub fn compare_live_servers() {
         .iter()
         .partition(|(path, _)| BY_DESIGN.iter().any(|(end, _)| path.ends_with(end)));
     eprintln!(
-        "interop (d) MCP over stdio: the original lists {listed} tools; {} calls of {} tools \
-         on both servers: {} differences, {} by design, {} keys only Coral has, {} values \
-         that differ by run (ids, times, sizes, messages)",
+        "interop (d) summary: the original lists {listed} tools, Coral lists each with the same \
+         parameters; {} calls of {} tools on both servers; {} keys of the original's replies \
+         compared: {} differences, {} by design, {} keys only Coral has, {} values that differ \
+         by run (ids, times, sizes, messages)",
         calls.len(),
         tools.len(),
+        d.compared,
         problems.len(),
         by_design.len(),
         d.added.len(),
@@ -322,12 +330,6 @@ pub fn compare_live_servers() {
             .unwrap()
             .1;
         eprintln!("  by design: {path}: {what} ({why})");
-    }
-    for v in &d.values {
-        eprintln!("  value: {v}");
-    }
-    for k in &d.added {
-        eprintln!("  added: {k}");
     }
     assert_eq!(listed, 16, "the original lists its 16 tools");
     assert_eq!(tools.len(), 16, "the calls use every original tool");
@@ -342,6 +344,141 @@ pub fn compare_live_servers() {
         "{} differences from the live original:\n{}",
         problems.len(),
         problems
+            .iter()
+            .map(|(path, what)| format!("{path}: {what}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// A thread id neither server has.
+const UNKNOWN_THREAD: &str = "0123456789abcdef";
+
+/// Thread calls that fail, `$T` standing for a thread each server has: an unknown id in every
+/// operation that takes one, an unknown parent, a thread linked to itself, an empty note and
+/// an empty title.
+fn failing_thread_calls() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "thread_advance",
+            json!({"thread_id": UNKNOWN_THREAD, "note": "向量重建完成", "by": "chatB"}),
+        ),
+        (
+            "thread_interrupt",
+            json!({"thread_id": UNKNOWN_THREAD, "reason": "等上游依赖"}),
+        ),
+        ("thread_resume", json!({"thread_id": UNKNOWN_THREAD})),
+        ("thread_archive", json!({"thread_id": UNKNOWN_THREAD})),
+        (
+            "thread_link",
+            json!({"child_id": UNKNOWN_THREAD, "parent_id": "$T"}),
+        ),
+        (
+            "thread_link",
+            json!({"child_id": "$T", "parent_id": UNKNOWN_THREAD}),
+        ),
+        ("thread_link", json!({"child_id": "$T", "parent_id": "$T"})),
+        (
+            "thread_create",
+            json!({"title": "子任务", "parent_thread_id": UNKNOWN_THREAD}),
+        ),
+        ("thread_advance", json!({"thread_id": "$T", "note": ""})),
+        ("thread_create", json!({"title": ""})),
+    ]
+}
+
+/// Both servers, live, through the failing thread calls: the original answers each with a
+/// tool result `{"ok": false, "error": "..."}`, and Coral must answer with the same keys and
+/// types (and `ok: false`), not an MCP error; the thread both had is unchanged afterwards.
+pub fn compare_thread_errors() {
+    let config = shared_config();
+    let (theirs_ws, ours_ws) = (Workspace::new(&config), Workspace::new(&config));
+    let mut theirs = Server::original(&theirs_ws);
+    let mut ours = Server::coral(&ours_ws);
+    theirs.initialize();
+    ours.initialize();
+    let create = json!({"title": "发布 v2.0", "summary": "升级嵌入模型", "by": "chatA"});
+    let thread_of = |reply: &Value| {
+        body(reply)["thread"]["thread_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no thread in {reply}"))
+            .to_string()
+    };
+    let their_thread = thread_of(&theirs.call("thread_create", &create));
+    let our_thread = thread_of(&ours.call("thread_create", &create));
+    let mut d = Diff::default();
+    let mut error_flags = Vec::new();
+    let calls = failing_thread_calls();
+    for (tool, args) in &calls {
+        let with = |id: &str| -> Value {
+            serde_json::from_str(&args.to_string().replace("$T", id)).unwrap()
+        };
+        let (tr, or) = (
+            theirs.call(tool, &with(&their_thread)),
+            ours.call(tool, &with(&our_thread)),
+        );
+        let at = format!("{tool} {args}");
+        assert!(
+            or["error"].is_null(),
+            "{at}: Coral answers an MCP error where the original answers a tool result: {or}"
+        );
+        let (tb, ob) = (body(&tr), body(&or));
+        // The premise: the original refuses each of these in its body.
+        assert_eq!(tb["ok"], false, "{at}: the original answered {tr}");
+        assert!(
+            tb["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{at}: the original answered {tr}"
+        );
+        assert!(
+            ob["error"].as_str().is_some_and(|e| !e.trim().is_empty()),
+            "{at}: Coral's error is not a message: {or}"
+        );
+        compare(&at, &tb, &ob, &mut d);
+        error_flags.push(format!(
+            "{at}: the original {} (isError {}); Coral {} (isError {})",
+            tb["error"], tr["result"]["isError"], ob["error"], or["result"]["isError"]
+        ));
+    }
+    // Nothing a failing call did is left behind: the thread has no step, no parent, and is
+    // the only one.
+    let (ts, os) = (
+        body(&theirs.call("thread_status", &json!({}))),
+        body(&ours.call("thread_status", &json!({}))),
+    );
+    theirs.close();
+    ours.close();
+    compare("thread_status after the failures", &ts, &os, &mut d);
+    for (who, status) in [("the original", &ts), ("Coral", &os)] {
+        assert_eq!(status["count"], 1, "{who}: {status}");
+        assert_eq!(status["threads"][0]["step_count"], 0, "{who}: {status}");
+        assert_eq!(
+            status["threads"][0]["parent_thread_id"],
+            Value::Null,
+            "{who}: {status}"
+        );
+    }
+    eprintln!(
+        "interop thread errors summary: {} failing thread calls on both servers, each \
+         answered {{ok: false, error}} by both; {} keys of the original's replies compared: {} \
+         differences, {} keys only Coral has{}",
+        calls.len(),
+        d.compared,
+        d.problems.len(),
+        d.added.len(),
+        if d.added.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", d.added.join(", "))
+        }
+    );
+    for flag in &error_flags {
+        eprintln!("  {flag}");
+    }
+    assert!(
+        d.problems.is_empty(),
+        "{} differences from the live original:\n{}",
+        d.problems.len(),
+        d.problems
             .iter()
             .map(|(path, what)| format!("{path}: {what}"))
             .collect::<Vec<_>>()

@@ -81,6 +81,8 @@ pub struct Diff {
     pub added: Vec<String>,
     /// Other values that differ (ids, times, sizes, messages): listed, not failures.
     pub values: Vec<String>,
+    /// Key paths of the original's replies compared (every key, array entry and value).
+    pub compared: usize,
 }
 
 impl Diff {
@@ -108,6 +110,7 @@ fn last_key(path: &str) -> &str {
 
 /// Compare the original's `want` with Coral's `got` at `path`.
 pub fn compare(path: &str, want: &Value, got: &Value, d: &mut Diff) {
+    d.compared += 1;
     if kind(want) != kind(got) {
         d.problem(
             path,

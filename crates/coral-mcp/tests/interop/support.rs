@@ -1,6 +1,7 @@
 //! What the interoperability tests share: finding the original and Python, one directory that
 //! both implementations open through one `coral_config.json`, and the seeded text generator.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -185,6 +186,68 @@ impl Workspace {
         let out = self.coral_out(&a, "");
         serde_json::from_slice(&out)
             .unwrap_or_else(|e| panic!("coral {a:?}: {e}: {}", String::from_utf8_lossy(&out)))
+    }
+}
+
+/// What one implementation holds in a directory: each memory's tier, and its vector count.
+pub struct Holdings {
+    /// item_id -> "hot", "warm" or "cold".
+    pub ids: BTreeMap<String, String>,
+    pub vectors: u64,
+}
+
+impl Holdings {
+    pub fn has(&self, id: &str) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    pub fn count(&self, tier: &str) -> usize {
+        self.ids.values().filter(|t| *t == tier).count()
+    }
+
+    /// `468 memories (hot 0 / warm 250 / cold 218), 468 vectors`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} memories (hot {} / warm {} / cold {}), {} vectors",
+            self.ids.len(),
+            self.count("hot"),
+            self.count("warm"),
+            self.count("cold"),
+            self.vectors
+        )
+    }
+}
+
+/// Every memory Coral holds in `ws`, by tier (`coral export`), and its vectors (`coral stats`).
+pub fn coral_holdings(ws: &Workspace) -> Holdings {
+    let ids = json_lines(&ws.coral_out(&["export"], ""))
+        .iter()
+        .map(|m| {
+            (
+                m["item_id"].as_str().unwrap().to_string(),
+                m["tier"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let stats = ws.coral_json(&["stats"]);
+    Holdings {
+        ids,
+        vectors: stats["stats"]["vectors"].as_u64().unwrap(),
+    }
+}
+
+/// Every memory the original holds after opening `ws`, by tier, and its vectors.
+pub fn original_holdings(ws: &Workspace) -> Holdings {
+    let contents = ws.python_lines(&["contents"], "").remove(0);
+    let mut ids = BTreeMap::new();
+    for tier in ["hot", "warm", "cold"] {
+        for id in contents[tier].as_array().unwrap() {
+            ids.insert(id.as_str().unwrap().to_string(), tier.to_string());
+        }
+    }
+    Holdings {
+        ids,
+        vectors: contents["vectors"].as_u64().unwrap(),
     }
 }
 
